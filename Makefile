@@ -1,0 +1,58 @@
+# privkit: two commands for readers (`make figures`, `make test`) and a few for authors.
+# Every target builds .venv first when it is missing or older than pyproject.toml / this Makefile.
+
+SHELL := /bin/bash
+PYTHON_BOOT ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.privkit-installed
+# facenet-pytorch's metadata pins torch<2.3 and numpy<2 although it works with the current stack:
+# it is installed without its dependencies, here, in the Dockerfile and in environment.yml alike.
+NODEPS := facenet-pytorch==2.6.0
+SCALE ?= default
+DEVICE ?= auto
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export MPLBACKEND := Agg
+export PYTHONHASHSEED := 0
+
+.PHONY: all figures test lab notebooks clean venv
+
+all: test
+
+$(STAMP): pyproject.toml Makefile
+	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet --no-deps $(NODEPS)
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (privkit)" >/dev/null
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+## Regenerate every paper's figures and tables at the default scale into figures/.
+figures: $(STAMP)
+	$(PY) -m privkit reproduce --scale $(SCALE) --device $(DEVICE) --out figures
+
+## Unit tests, then every notebook at smoke scale through nbval, then checks of the files they wrote.
+test: $(STAMP)
+	$(PY) -m pytest -q tests
+	rm -rf build/smoke
+	$(PY) -m privkit prepare --scale smoke --out build/smoke
+	@if ls build/smoke/notebooks/*.ipynb >/dev/null 2>&1; then \
+	  $(PY) -m pytest -q -p no:cacheprovider --nbval-lax --nbval-cell-timeout=900 build/smoke/notebooks && \
+	  PRIVKIT_SMOKE_OUT=build/smoke $(PY) -m pytest -q tests/test_notebook_outputs.py; \
+	else echo "No paper notebook exists yet: nothing for nbval to run."; fi
+
+## JupyterLab with the jupytext notebooks (open notebooks/*.py as notebooks).
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab --notebook-dir=. notebooks
+
+## Write .ipynb files next to the sources (course hand-outs; git-ignored).
+notebooks: $(STAMP)
+	@for f in notebooks/*.py; do [ -e "$$f" ] || continue; $(VENV)/bin/jupytext --to ipynb "$$f"; done
+
+## Remove build outputs, caches (face-embedding caches are biometric data) and the venv.
+clean:
+	rm -rf build .pytest_cache .hypothesis $(VENV) *.egg-info
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

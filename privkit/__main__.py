@@ -1,0 +1,5 @@
+import sys
+
+from .reproduce import main
+
+sys.exit(main())

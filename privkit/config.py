@@ -1,0 +1,116 @@
+"""Papers, their artefacts, and per-paper scale presets (smoke | default | paper).
+
+Each paper's notebook calls ``cfg = privkit.config.load("<paper>", scale)`` and gets a frozen dataclass
+of everything its scale decides (sample sizes, steps, grids).  Presets are registered by the paper's
+subpackage section below; a paper whose presets are not registered yet raises a clear error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._validate import check_choice
+from .errors import PrivkitError, UnknownNameError
+
+SCALES: tuple[str, ...] = ("smoke", "default", "paper")
+
+SCALE_DESCRIPTIONS = {
+    "smoke": "CI and nbval: tiny slices of the embedded data, few steps (<= 90 s per notebook on 2 CPU cores)",
+    "default": "make figures: embedded real + procedural data, real offline models (<= 45 min for all four on 2 cores)",
+    "paper": "the paper's datasets and weights from --data-root, GPU recommended (hours)",
+}
+
+
+@dataclass(frozen=True)
+class PaperInfo:
+    """A paper privkit reproduces: citation, notebook and the artefacts (figures/tables) it regenerates."""
+
+    name: str
+    short_title: str
+    citation: str
+    artefacts: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def notebook(self) -> Path:
+        return Path(__file__).resolve().parent.parent / "notebooks" / f"{self.name}.py"
+
+    @property
+    def has_notebook(self) -> bool:
+        return self.notebook.is_file()
+
+
+PAPERS: dict[str, PaperInfo] = {
+    "isp": PaperInfo(
+        name="isp",
+        short_title="Identity leakage in image encoders and the Identity Sanitization Projection",
+        citation=(
+            "George, Yeh, Lee, Zhang. From Measurement to Mitigation: Quantifying and Reducing Identity Leakage "
+            "in Image Representation Encoders with Linear Subspace Removal. CVPR 2026. arXiv:2604.05296."
+        ),
+    ),
+    "dppose": PaperInfo(
+        name="dppose",
+        short_title="Differentially private 2D human pose estimation",
+        citation=(
+            "Sivangi, Henderson, Deligianni. Differentially Private 2D Human Pose Estimation. CVPR 2026. "
+            "arXiv:2504.10190."
+        ),
+    ),
+    "scoreshield": PaperInfo(
+        name="scoreshield",
+        short_title="ScoreShield: DP release of similarity scores",
+        citation=(
+            "Razeghi, Rahimi. ScoreShield: Differentially Private Release of Similarity Scores. "
+            "arXiv:2607.25041v1, 2026."
+        ),
+    ),
+    "synthesisnet": PaperInfo(
+        name="synthesisnet",
+        short_title="SynthesisNet: face publishing with metric-DP identity latents",
+        citation=(
+            "沈博 (Shen Bo), 王祥根 (Wang Xianggen), 田澍 (Tian Shu), 崔佳佳 (Cui Jiajia). Face-image privacy "
+            "publishing with an identity/attribute autoencoder, metric differential privacy and a DCGAN with an "
+            "auxiliary classifier (Chinese journal paper; full text not obtained, implemented from its summary)."
+        ),
+    ),
+}
+
+_PRESETS: dict[str, dict[str, Any]] = {}
+
+
+def register_presets(paper: str, presets: dict[str, Any]) -> None:
+    """Register a paper's presets: ``{"smoke": Cfg(...), "default": Cfg(...), "paper": Cfg(...)}``."""
+    check_choice("paper", paper, PAPERS)
+    missing = set(SCALES) - set(presets)
+    if missing:
+        raise PrivkitError(f"presets for {paper!r} must define every scale {SCALES}; missing {sorted(missing)}")
+    for scale, cfg in presets.items():
+        check_choice("scale", scale, SCALES)
+        if not dataclasses.is_dataclass(cfg) or not type(cfg).__dataclass_params__.frozen:  # type: ignore[attr-defined]
+            raise PrivkitError(f"preset {paper}/{scale} must be a frozen dataclass instance")
+    _PRESETS[paper] = dict(presets)
+
+
+def load(paper: str, scale: str = "default", **overrides: Any) -> Any:
+    """The frozen configuration of ``paper`` at ``scale``; keyword overrides replace single fields."""
+    check_choice("paper", paper, PAPERS)
+    check_choice("scale", scale, SCALES)
+    if paper not in _PRESETS:
+        raise PrivkitError(f"paper {paper!r} has no scale presets yet (its notebook has not been implemented)")
+    cfg = _PRESETS[paper][scale]
+    if overrides:
+        fields = {f.name for f in dataclasses.fields(cfg)}
+        unknown = set(overrides) - fields
+        if unknown:
+            raise UnknownNameError("override", sorted(unknown)[0], fields)
+        cfg = dataclasses.replace(cfg, **overrides)
+    return cfg
+
+
+def paper_info(paper: str) -> PaperInfo:
+    if paper not in PAPERS:
+        raise UnknownNameError("paper", paper, PAPERS)
+    return PAPERS[paper]

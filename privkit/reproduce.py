@@ -1,0 +1,305 @@
+"""Batch runner: regenerate every paper's figures and tables by executing its notebook with papermill.
+
+``python -m privkit reproduce [--paper NAME ...] [--scale smoke|default|paper] [--data-root DIR]
+[--device auto|cpu|cuda] [--out DIR]`` converts ``notebooks/<paper>.py`` (jupytext percent format) to a
+notebook, injects the parameters and executes it.  Each notebook writes into a private staging folder;
+only when it finishes are its files moved into ``<out>/<paper>/``, so a failing notebook never leaves a
+half-written figure behind and never clobbers the previous results.
+
+``python -m privkit list`` prints the papers, their artefacts and the scales.
+``python -m privkit prepare --scale smoke`` writes parameterised notebooks for nbval (used by ``make test``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .config import PAPERS, SCALE_DESCRIPTIONS, SCALES
+from .device import DEVICES
+from .errors import PrivkitError, UnknownNameError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_NOTEBOOKS = REPO_ROOT / "notebooks"
+
+__all__ = ["RunResult", "run_paper", "reproduce", "prepare", "main"]
+
+
+@dataclass
+class RunResult:
+    paper: str
+    status: str  # "ok" | "failed" | "missing"
+    seconds: float = 0.0
+    files: list[str] = field(default_factory=list)
+    error: str = ""
+    failed_cell: str = ""
+    executed: str = ""
+
+
+def _available(notebooks_dir: Path) -> dict[str, Path]:
+    if notebooks_dir.resolve() == DEFAULT_NOTEBOOKS.resolve():
+        return {p: DEFAULT_NOTEBOOKS / f"{p}.py" for p in PAPERS}
+    return {p.stem: p for p in sorted(notebooks_dir.glob("*.py"))}
+
+
+def _to_notebook(src: Path, dst: Path) -> Path:
+    import jupytext
+    import nbformat
+
+    nb = jupytext.read(src)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dst.with_name(f".{dst.name}.tmp")
+    nbformat.write(nb, str(tmp))
+    os.replace(tmp, dst)
+    return dst
+
+
+def _parameters(scale: str, seed: int, data_root: str | None, device: str, out_dir: Path) -> dict:
+    return {
+        "scale": scale,
+        "seed": int(seed),
+        "data_root": str(Path(data_root).resolve()) if data_root else None,
+        "device": device,
+        "out_dir": str(out_dir),
+    }
+
+
+def _validate_common(scale: str, device: str) -> None:
+    if scale not in SCALES:
+        raise UnknownNameError("scale", scale, SCALES)
+    if device not in DEVICES:
+        raise UnknownNameError("device", device, DEVICES)
+
+
+def run_paper(
+    paper: str,
+    *,
+    scale: str = "default",
+    seed: int = 0,
+    data_root: str | None = None,
+    device: str = "auto",
+    out: str | os.PathLike = "figures",
+    executed_dir: str | os.PathLike | None = None,
+    notebooks_dir: str | os.PathLike = DEFAULT_NOTEBOOKS,
+    timeout: int | None = None,
+) -> RunResult:
+    """Execute one paper's notebook; move its outputs into ``out/<paper>/`` only if it succeeds."""
+    import papermill as pm
+
+    _validate_common(scale, device)
+    notebooks_dir = Path(notebooks_dir)
+    available = _available(notebooks_dir)
+    if paper not in available:
+        raise UnknownNameError("paper", paper, available)
+    src = available[paper]
+    if not src.is_file():
+        return RunResult(paper, "missing", error=f"{src.relative_to(REPO_ROOT) if src.is_relative_to(REPO_ROOT) else src} does not exist yet")
+    out_root = Path(out).resolve()
+    out_root.mkdir(parents=True, exist_ok=True)
+    executed_root = Path(executed_dir) if executed_dir else REPO_ROOT / "build" / "executed" / scale
+    executed_root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".staging-{paper}-", dir=out_root))
+    t0 = time.perf_counter()
+    result = RunResult(paper, "failed")
+    try:
+        with tempfile.TemporaryDirectory() as tmpd:
+            nb_in = _to_notebook(src, Path(tmpd) / f"{paper}.ipynb")
+            nb_out = executed_root / f"{paper}.ipynb"
+            result.executed = str(nb_out)
+            pm.execute_notebook(
+                str(nb_in),
+                str(nb_out),
+                parameters=_parameters(scale, seed, data_root, device, staging),
+                kernel_name="python3",
+                cwd=str(REPO_ROOT),
+                progress_bar=False,
+                log_output=False,
+                execution_timeout=timeout,
+            )
+        final = out_root / paper
+        old = None
+        if final.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".old-{paper}-", dir=out_root))
+            os.replace(final, old / paper)
+        os.replace(staging, final)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        result.status = "ok"
+        result.files = sorted(str(p.relative_to(out_root)) for p in final.rglob("*") if p.is_file())
+    except pm.PapermillExecutionError as exc:
+        result.error = f"{exc.ename}: {exc.evalue}"
+        first_line = next((ln for ln in exc.source.splitlines() if ln.strip()), "")
+        result.failed_cell = f"cell {exc.cell_index} (execution count {exc.exec_count}): {first_line[:80]}"
+    except Exception as exc:  # kernel death, conversion error, ...: reported, the batch goes on
+        result.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        result.seconds = time.perf_counter() - t0
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return result
+
+
+def reproduce(
+    papers: Sequence[str] | None = None,
+    *,
+    scale: str = "default",
+    seed: int = 0,
+    data_root: str | None = None,
+    device: str = "auto",
+    out: str | os.PathLike = "figures",
+    notebooks_dir: str | os.PathLike = DEFAULT_NOTEBOOKS,
+    stream=sys.stdout,
+) -> list[RunResult]:
+    """Run several papers; print one progress line each and a summary table. Never stops at a failure."""
+    _validate_common(scale, device)
+    available = _available(Path(notebooks_dir))
+    if papers:
+        for p in papers:
+            if p not in available:
+                raise UnknownNameError("paper", p, available)
+        chosen = list(dict.fromkeys(papers))
+    else:
+        chosen = [p for p, path in available.items() if path.is_file()]
+        if not chosen:
+            print("No paper notebook exists yet (notebooks/<paper>.py); nothing to run.", file=stream)
+            return []
+    results = []
+    for i, paper in enumerate(chosen, 1):
+        print(f"[{i}/{len(chosen)}] {paper}: running at scale={scale} ...", file=stream, flush=True)
+        r = run_paper(paper, scale=scale, seed=seed, data_root=data_root, device=device, out=out,
+                      notebooks_dir=notebooks_dir)
+        line = f"[{i}/{len(chosen)}] {paper}: {r.status} in {r.seconds:.1f} s"
+        if r.status == "ok":
+            line += f", {len(r.files)} files in {Path(out) / paper}"
+        elif r.status == "failed":
+            line += f" at {r.failed_cell or 'start-up'}: {r.error}"
+        else:
+            line += f" ({r.error})"
+        print(line, file=stream, flush=True)
+        results.append(r)
+    print(_summary(results), file=stream, flush=True)
+    return results
+
+
+def _summary(results: list[RunResult]) -> str:
+    rows = [("paper", "status", "seconds", "files")]
+    rows += [(r.paper, r.status, f"{r.seconds:.1f}", str(len(r.files))) for r in results]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = ["", "Summary"]
+    for j, row in enumerate(rows):
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)))
+        if j == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def prepare(
+    *,
+    scale: str = "smoke",
+    seed: int = 0,
+    out: str | os.PathLike = "build/smoke",
+    data_root: str | None = None,
+    device: str = "cpu",
+    notebooks_dir: str | os.PathLike = DEFAULT_NOTEBOOKS,
+) -> list[Path]:
+    """Write parameterised, unexecuted notebooks ``<out>/notebooks/<paper>.ipynb`` (for nbval).
+
+    Their figures go to ``<out>/figures/<paper>/``, never to ``figures/``.
+    """
+    import papermill as pm
+
+    _validate_common(scale, device)
+    out = Path(out).resolve()
+    written = []
+    for paper, src in _available(Path(notebooks_dir)).items():
+        if not src.is_file():
+            continue
+        with tempfile.TemporaryDirectory() as tmpd:
+            nb_in = _to_notebook(src, Path(tmpd) / f"{paper}.ipynb")
+            nb_out = out / "notebooks" / f"{paper}.ipynb"
+            nb_out.parent.mkdir(parents=True, exist_ok=True)
+            fig_dir = out / "figures" / paper
+            pm.execute_notebook(str(nb_in), str(nb_out), parameters=_parameters(scale, seed, data_root, device, fig_dir),
+                                prepare_only=True, kernel_name="python3", progress_bar=False)
+            written.append(nb_out)
+    return written
+
+
+def _cmd_list(_: argparse.Namespace) -> int:
+    print("Papers:")
+    for info in PAPERS.values():
+        state = "notebook: notebooks/%s.py" % info.name if info.has_notebook else "notebook: not implemented yet"
+        print(f"  {info.name:<13} {info.short_title}  [{state}]")
+        print(f"  {'':<13} {info.citation}")
+        for art, desc in info.artefacts:
+            print(f"  {'':<13}   - {art}: {desc}")
+    print("Scales:")
+    for s in SCALES:
+        print(f"  {s:<8} {SCALE_DESCRIPTIONS[s]}")
+    return 0
+
+
+def _cmd_reproduce(ns: argparse.Namespace) -> int:
+    results = reproduce(ns.paper, scale=ns.scale, seed=ns.seed, data_root=ns.data_root, device=ns.device,
+                        out=ns.out, notebooks_dir=ns.notebooks_dir)
+    failed = [r for r in results if r.status != "ok"]
+    if failed:
+        print("\nFAILED:", file=sys.stderr)
+        for r in failed:
+            where = f" at {r.failed_cell}" if r.failed_cell else ""
+            print(f"  {r.paper}: {r.status}{where}: {r.error}", file=sys.stderr)
+            if r.executed and Path(r.executed).exists():
+                print(f"    executed notebook with the traceback: {r.executed}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_prepare(ns: argparse.Namespace) -> int:
+    paths = prepare(scale=ns.scale, seed=ns.seed, out=ns.out, data_root=ns.data_root, device=ns.device,
+                    notebooks_dir=ns.notebooks_dir)
+    for p in paths:
+        print(p)
+    if not paths:
+        print("No paper notebook exists yet; nothing prepared.")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m privkit", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_list = sub.add_parser("list", help="papers, their figures/tables, and the scales")
+    p_list.set_defaults(func=_cmd_list)
+
+    def common(p: argparse.ArgumentParser, default_scale: str, default_out: str, default_device: str) -> None:
+        p.add_argument("--scale", default=default_scale, help=f"one of {', '.join(SCALES)} (default {default_scale})")
+        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--data-root", default=None, help="folder holding the paper-scale datasets and weights")
+        p.add_argument("--device", default=default_device, help=f"one of {', '.join(DEVICES)}")
+        p.add_argument("--out", default=default_out)
+        p.add_argument("--notebooks-dir", default=str(DEFAULT_NOTEBOOKS), help=argparse.SUPPRESS)
+
+    p_rep = sub.add_parser("reproduce", help="execute paper notebooks with papermill")
+    p_rep.add_argument("--paper", nargs="+", default=None, help=f"any of {', '.join(PAPERS)} (default: all)")
+    common(p_rep, "default", "figures", "auto")
+    p_rep.set_defaults(func=_cmd_reproduce)
+    p_prep = sub.add_parser("prepare", help="write parameterised notebooks for nbval (no execution)")
+    common(p_prep, "smoke", "build/smoke", "cpu")
+    p_prep.set_defaults(func=_cmd_prepare)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ns = build_parser().parse_args(argv)
+    try:
+        return ns.func(ns)
+    except PrivkitError as exc:
+        print(f"privkit: error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,92 @@
+"""The batch runner, through the real jupytext + papermill path, on tiny fixture notebooks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from privkit import UnknownNameError
+from privkit.reproduce import main, prepare, reproduce, run_paper
+
+FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    out = tmp_path_factory.mktemp("figs")
+    # previous results of the failing notebook must survive its failure
+    (out / "fail").mkdir()
+    (out / "fail" / "fig0_previous.csv").write_text("a\n1\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "privkit", "reproduce", "--paper", "ok", "fail", "--scale", "smoke",
+         "--device", "cpu", "--out", str(out), "--notebooks-dir", str(FIXTURES)],
+        capture_output=True, text=True, cwd=ROOT, timeout=600,
+    )
+    return out, proc
+
+
+def test_failing_notebook_gives_nonzero_exit_naming_paper_and_cell(batch):
+    _, proc = batch
+    assert proc.returncode == 1
+    assert "fail" in proc.stderr and "cell" in proc.stderr
+    assert "deliberate failure" in proc.stderr
+    assert "RuntimeError" in proc.stderr
+
+
+def test_progress_lines_and_summary(batch):
+    _, proc = batch
+    assert "[1/2] ok: ok in" in proc.stdout
+    assert "[2/2] fail: failed" in proc.stdout
+    assert "Summary" in proc.stdout
+
+
+def test_successful_notebook_writes_figure_table_and_data(batch):
+    out, _ = batch
+    files = {p.name for p in (out / "ok").iterdir()}
+    assert {"fig1_square.pdf", "fig1_square.png", "fig1_square.csv", "table1_square.csv", "table1_square.tex"} <= files
+    assert "smoke" in (out / "ok" / "fig1_square.csv").read_text()  # the injected parameter reached the notebook
+
+
+def test_failure_leaves_no_partial_output_and_keeps_previous_results(batch):
+    out, _ = batch
+    assert [p.name for p in (out / "fail").iterdir()] == ["fig0_previous.csv"]
+    leftovers = [p.name for p in out.iterdir() if p.name.startswith(".")]
+    assert leftovers == []
+    assert not list(out.rglob("*.tmp"))
+
+
+def test_executed_notebooks_are_kept(batch):
+    executed = ROOT / "build" / "executed" / "smoke"
+    nb = json.loads((executed / "fail.ipynb").read_text())
+    assert any("deliberate failure" in json.dumps(c.get("outputs", [])) for c in nb["cells"])
+
+
+def test_unknown_names_list_valid_ones(tmp_path):
+    with pytest.raises(UnknownNameError, match="valid values are: dppose, isp, scoreshield, synthesisnet"):
+        reproduce(["nope"], out=tmp_path)
+    with pytest.raises(UnknownNameError, match="scale"):
+        reproduce(None, scale="huge", out=tmp_path)
+    with pytest.raises(UnknownNameError, match="device"):
+        run_paper("ok", device="tpu", out=tmp_path, notebooks_dir=FIXTURES)
+    assert main(["reproduce", "--paper", "nope", "--out", str(tmp_path)]) == 2
+
+
+def test_prepare_writes_parameterised_unexecuted_notebooks(tmp_path):
+    paths = prepare(scale="smoke", out=tmp_path, notebooks_dir=FIXTURES)
+    assert {p.name for p in paths} == {"ok.ipynb", "fail.ipynb"}
+    nb = json.loads((tmp_path / "notebooks" / "ok.ipynb").read_text())
+    injected = [c for c in nb["cells"] if "injected-parameters" in c["metadata"].get("tags", [])]
+    assert injected and "scale = \"smoke\"" in "".join(injected[0]["source"])
+    assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code")
+
+
+def test_list_command(capsys):
+    assert main(["list"]) == 0
+    text = capsys.readouterr().out
+    for paper in ("isp", "dppose", "scoreshield", "synthesisnet", "smoke", "default", "paper"):
+        assert paper in text
