@@ -1,0 +1,96 @@
+"""The frozen-encoder interface every privkit encoder implements."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+
+from .._validate import check_int, check_tensor
+from ..errors import InvalidArgumentError, ShapeError
+
+EncoderKind = Literal["face-recognition", "face-nonidentity", "general", "hash", "pixels"]
+ENCODER_KINDS: tuple[str, ...] = ("face-recognition", "face-nonidentity", "general", "hash", "pixels")
+
+
+class Encoder(torch.nn.Module):
+    """A frozen image encoder.
+
+    Subclasses set ``name``, ``dim``, ``input_size`` (H, W the backend works at), ``kind`` and implement
+    :meth:`_embed_batch`, which receives a validated float batch in [0, 1] of shape (B, 3, H, W) on
+    :attr:`device` (and the matching (B, 4) xyxy boxes or ``None``) and returns (B, dim) features. The base
+    class does validation, batching, L2 normalisation, float32 conversion and failure-to-enrol counting.
+
+    Attributes:
+        failures_to_enrol: number of images seen by :meth:`embed` (cumulative since the last
+            :meth:`reset_failures`) for which a face encoder found no face and fell back to the whole image.
+    """
+
+    name: str = "encoder"
+    dim: int = 0
+    input_size: tuple[int, int] = (0, 0)
+    kind: EncoderKind = "general"
+    description: str = ""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failures_to_enrol = 0
+        self._device = torch.device("cpu")
+
+    # -- device handling -------------------------------------------------------------------------------
+    @property
+    def device(self) -> torch.device:
+        return self._device
+
+    def to(self, *args, **kwargs):  # type: ignore[override]
+        out = super().to(*args, **kwargs)
+        dev, _, _, _ = torch._C._nn._parse_to(*args, **kwargs)
+        if dev is not None:
+            self._device = torch.device(dev)
+        return out
+
+    def reset_failures(self) -> None:
+        self.failures_to_enrol = 0
+
+    # -- the API ---------------------------------------------------------------------------------------
+    def _embed_batch(self, images: torch.Tensor, boxes: torch.Tensor | None) -> torch.Tensor:
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def embed(
+        self,
+        images: torch.Tensor,
+        *,
+        boxes: torch.Tensor | None = None,
+        batch_size: int = 64,
+    ) -> torch.Tensor:
+        """Embed images.
+
+        Args:
+            images: float tensor (N, 3, H, W) with values in [0, 1]; any H and W.
+            boxes: optional (N, 4) xyxy face boxes in pixels (face encoders use them instead of detecting).
+            batch_size: images per forward pass.
+
+        Returns:
+            (N, dim) float32 tensor of unit-norm rows on :attr:`device`.
+        """
+        check_tensor("images", images, ndim=4, floating=True)
+        if images.shape[1] != 3:
+            raise ShapeError(f"images must have 3 channels (N, 3, H, W), got shape {tuple(images.shape)}")
+        if images.numel() and (float(images.min()) < 0.0 or float(images.max()) > 1.0):
+            raise InvalidArgumentError("images must have values in [0, 1]")
+        if boxes is not None:
+            check_tensor("boxes", boxes, shape=(images.shape[0], 4))
+        batch_size = check_int("batch_size", batch_size, minimum=1)
+        outs = []
+        for start in range(0, images.shape[0], batch_size):
+            x = images[start : start + batch_size].to(self.device, torch.float32)
+            b = None if boxes is None else boxes[start : start + batch_size].to(self.device, torch.float32)
+            f = self._embed_batch(x, b).to(torch.float32)
+            outs.append(torch.nn.functional.normalize(f, dim=1, eps=1e-12))
+        if not outs:
+            return torch.empty(0, self.dim, device=self.device)
+        return torch.cat(outs).to(self.device)
+
+    def extra_repr(self) -> str:
+        return f"name={self.name!r}, kind={self.kind!r}, dim={self.dim}, input_size={self.input_size}"
