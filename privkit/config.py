@@ -1,13 +1,16 @@
 """Papers, their artefacts, and per-paper scale presets (smoke | default | paper).
 
 Each paper's notebook calls ``cfg = privkit.config.load("<paper>", scale)`` and gets a frozen dataclass
-of everything its scale decides (sample sizes, steps, grids).  Presets are registered by the paper's
-subpackage section below; a paper whose presets are not registered yet raises a clear error.
+of everything its scale decides (sample sizes, steps, grids).  A paper's presets live in its own
+subpackage, ``privkit/<paper>/presets.py``, which calls :func:`register_presets` (with the list of
+figures and tables its notebook writes) when imported; :func:`load` imports it on first use.  A paper
+whose presets do not exist yet raises a clear error.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +34,6 @@ class PaperInfo:
     name: str
     short_title: str
     citation: str
-    artefacts: tuple[tuple[str, str], ...] = ()
 
     @property
     def notebook(self) -> Path:
@@ -79,10 +81,27 @@ PAPERS: dict[str, PaperInfo] = {
 }
 
 _PRESETS: dict[str, dict[str, Any]] = {}
+_ARTEFACTS: dict[str, tuple[tuple[str, str], ...]] = {}
 
 
-def register_presets(paper: str, presets: dict[str, Any]) -> None:
-    """Register a paper's presets: ``{"smoke": Cfg(...), "default": Cfg(...), "paper": Cfg(...)}``."""
+def _ensure_registered(paper: str) -> bool:
+    if paper not in _PRESETS:
+        try:
+            importlib.import_module(f"privkit.{paper}.presets")
+        except ModuleNotFoundError as err:
+            if err.name not in (f"privkit.{paper}", f"privkit.{paper}.presets"):
+                raise
+    return paper in _PRESETS
+
+
+def register_presets(
+    paper: str, presets: dict[str, Any], *, artefacts: tuple[tuple[str, str], ...] = ()
+) -> None:
+    """Register a paper's presets: ``{"smoke": Cfg(...), "default": Cfg(...), "paper": Cfg(...)}``.
+
+    ``artefacts`` lists ``(file stem, description)`` of every figure (``figN_slug``) and table
+    (``tableN_slug``) the notebook writes; ``make test`` checks the smoke run wrote each of them.
+    """
     check_choice("paper", paper, PAPERS)
     missing = set(SCALES) - set(presets)
     if missing:
@@ -92,13 +111,21 @@ def register_presets(paper: str, presets: dict[str, Any]) -> None:
         if not dataclasses.is_dataclass(cfg) or not type(cfg).__dataclass_params__.frozen:  # type: ignore[attr-defined]
             raise PrivkitError(f"preset {paper}/{scale} must be a frozen dataclass instance")
     _PRESETS[paper] = dict(presets)
+    _ARTEFACTS[paper] = tuple(artefacts)
+
+
+def artefacts(paper: str) -> tuple[tuple[str, str], ...]:
+    """``(file stem, description)`` of the figures and tables ``paper``'s notebook regenerates."""
+    check_choice("paper", paper, PAPERS)
+    _ensure_registered(paper)
+    return _ARTEFACTS.get(paper, ())
 
 
 def load(paper: str, scale: str = "default", **overrides: Any) -> Any:
     """The frozen configuration of ``paper`` at ``scale``; keyword overrides replace single fields."""
     check_choice("paper", paper, PAPERS)
     check_choice("scale", scale, SCALES)
-    if paper not in _PRESETS:
+    if not _ensure_registered(paper):
         raise PrivkitError(f"paper {paper!r} has no scale presets yet (its notebook has not been implemented)")
     cfg = _PRESETS[paper][scale]
     if overrides:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import PAPERS, SCALE_DESCRIPTIONS, SCALES
+from .config import PAPERS, SCALE_DESCRIPTIONS, SCALES, artefacts
 from .device import DEVICES
 from .errors import PrivkitError, UnknownNameError
 
@@ -239,7 +239,7 @@ def _cmd_list(_: argparse.Namespace) -> int:
         state = "notebook: notebooks/%s.py" % info.name if info.has_notebook else "notebook: not implemented yet"
         print(f"  {info.name:<13} {info.short_title}  [{state}]")
         print(f"  {'':<13} {info.citation}")
-        for art, desc in info.artefacts:
+        for art, desc in artefacts(info.name):
             print(f"  {'':<13}   - {art}: {desc}")
     print("Scales:")
     for s in SCALES:

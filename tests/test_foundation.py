@@ -131,9 +131,12 @@ def test_register_and_load_presets(monkeypatch):
         n: int
 
     monkeypatch.setattr(config, "_PRESETS", {})
+    monkeypatch.setattr(config, "_ARTEFACTS", {})
     with pytest.raises(PrivkitError, match="missing"):
         config.register_presets("isp", {"smoke": Cfg(1)})
-    config.register_presets("isp", {"smoke": Cfg(1), "default": Cfg(2), "paper": Cfg(3)})
+    config.register_presets("isp", {"smoke": Cfg(1), "default": Cfg(2), "paper": Cfg(3)},
+                            artefacts=(("fig1_x", "a figure"),))
+    assert config.artefacts("isp") == (("fig1_x", "a figure"),)
     assert config.load("isp", "default") == Cfg(2)
     assert config.load("isp", "smoke", n=7) == Cfg(7)
     with pytest.raises(UnknownNameError, match="override"):
