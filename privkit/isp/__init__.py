@@ -1,0 +1,140 @@
+"""Paper 1: identity leakage in image encoders and the Identity Sanitization Projection (ISP).
+
+George, Yeh, Lee, Zhang, "From Measurement to Mitigation: Quantifying and Reducing Identity Leakage in Image
+Representation Encoders with Linear Subspace Removal", CVPR 2026 (arXiv:2604.05296); specification in
+``PAPERS.md`` §Paper 1. Where the paper is silent, privkit's own definitions are used and their docstrings say so.
+
+Modules:
+    projection: :class:`IdentitySanitizer` → :class:`IdentityProjector` (ISP), LEACE and INLP baselines,
+        :func:`principal_angles`.
+    verification: open-set few-shot verification, TAR at low FAR from chunked all-pairs impostor scores,
+        identity bootstrap (:func:`evaluate_verification`, :func:`tar_at_far`, :func:`pairwise_tar_at_far`).
+    probes: raw, ridge and MLP attacker probes.
+    attribution: FCR, FII, CPI(σ), B*.
+    inversion: regression (Vec2Face-like) and optimisation (ALSUV-like) template inversion.
+    utility: kNN retention and copy-detection Recall@1 / mAP.
+"""
+
+from .attribution import (
+    BStarResult,
+    background_dominance,
+    context_preference_curve,
+    embed_images,
+    equal_area_context_regions,
+    face_coverage_ratio,
+    face_importance_index,
+    gaussian_blur,
+    perturb_region,
+    summarise_by_fcr,
+)
+from .inversion import (
+    ConvDecoder,
+    InversionResult,
+    inversion_audit,
+    inversion_success,
+    optimisation_attack,
+    reference_threshold,
+    train_regression_inverter,
+    wilson_interval,
+)
+from .probes import (
+    DEFAULT_RIDGE_LAMBDAS,
+    MLPProbe,
+    RawProbe,
+    RidgeProbe,
+    fit_mlp_probe,
+    fit_ridge_probe,
+    select_ridge_probe,
+)
+from .projection import (
+    RANK_RULES,
+    IdentityProjector,
+    IdentitySanitizer,
+    INLPFitter,
+    LeaceEraser,
+    LeaceFitter,
+    principal_angles,
+)
+from .utility import (
+    Retention,
+    copy_detection_eval,
+    copy_detection_metrics,
+    knn_accuracy,
+    knn_retention,
+    simple_augment,
+)
+from .verification import (
+    DEFAULT_FARS,
+    DEFAULT_MIN_FALSE_ACCEPTS,
+    ImpostorScan,
+    VerificationPairs,
+    VerificationResult,
+    evaluate_verification,
+    pairwise_tar_at_far,
+    scan_pairs,
+    smallest_resolvable_far,
+    subsample_shots,
+    tar_at_far,
+    thresholds_at_far,
+    validation_tar,
+)
+
+__all__ = [
+    # projection
+    "IdentitySanitizer",
+    "IdentityProjector",
+    "LeaceFitter",
+    "LeaceEraser",
+    "INLPFitter",
+    "principal_angles",
+    "RANK_RULES",
+    # verification
+    "DEFAULT_FARS",
+    "DEFAULT_MIN_FALSE_ACCEPTS",
+    "smallest_resolvable_far",
+    "thresholds_at_far",
+    "tar_at_far",
+    "pairwise_tar_at_far",
+    "VerificationPairs",
+    "ImpostorScan",
+    "scan_pairs",
+    "validation_tar",
+    "subsample_shots",
+    "VerificationResult",
+    "evaluate_verification",
+    # probes
+    "DEFAULT_RIDGE_LAMBDAS",
+    "RawProbe",
+    "RidgeProbe",
+    "fit_ridge_probe",
+    "select_ridge_probe",
+    "MLPProbe",
+    "fit_mlp_probe",
+    # attribution
+    "embed_images",
+    "face_coverage_ratio",
+    "gaussian_blur",
+    "perturb_region",
+    "equal_area_context_regions",
+    "face_importance_index",
+    "summarise_by_fcr",
+    "context_preference_curve",
+    "BStarResult",
+    "background_dominance",
+    # inversion
+    "ConvDecoder",
+    "train_regression_inverter",
+    "optimisation_attack",
+    "reference_threshold",
+    "InversionResult",
+    "inversion_success",
+    "wilson_interval",
+    "inversion_audit",
+    # utility
+    "knn_accuracy",
+    "Retention",
+    "knn_retention",
+    "simple_augment",
+    "copy_detection_metrics",
+    "copy_detection_eval",
+]

@@ -1,0 +1,476 @@
+"""Template-inversion audit (paper 1, PAPERS.md §1.5): can an image be rebuilt from a leaked embedding?
+
+The paper audits four generative inversion attacks (DiffMI, ALSUV, Vec2Face, and "Bob"). privkit implements two
+small, self-contained families that stand in for them (none of the paper's pretrained generators is available
+offline):
+
+* **Regression** (:func:`train_regression_inverter`, stands for **Vec2Face** and the learned embedding→image mapping
+  of the **Bob** template-inversion pipeline): a small convolutional decoder is trained on *auxiliary* identities to
+  map embeddings to images (pixel MSE, plus optionally an embedding-consistency loss when the attacked encoder is a
+  differentiable torch module), then applied to the target embeddings.
+* **Optimisation** (:func:`optimisation_attack`, stands for **ALSUV**'s latent search): gradient descent on the latent
+  of a decoder/generator (or directly on pixels) to maximise the cosine between the attacked encoder's embedding of
+  the reconstruction and the target embedding, for differentiable encoders (torch modules). Several restarts are run
+  and the one the *attacker* scores best (highest attacked-encoder cosine — no target image is used) is kept, the
+  spirit of ALSUV's averaged latents with unsupervised validation. DiffMI (diffusion-based) has no counterpart here.
+
+Success (:func:`inversion_success`): the reconstruction x̂ passes verification against the target image with a
+*reference* encoder the attack did not use, at the reference encoder's FAR = 1e-3 threshold computed on a held-out
+labelled set (:func:`reference_threshold`; privkit's choice — the paper's thresholds were not found). Rates come with
+Wilson 95% intervals.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+import torch
+
+from .._validate import check_int, check_nonnegative, check_positive, check_probability, check_tensor
+from ..errors import InsufficientDataError, InvalidArgumentError, ShapeError
+from .attribution import EncoderLike, _check_images, embed_images
+from .verification import (
+    DEFAULT_MIN_FALSE_ACCEPTS,
+    VerificationPairs,
+    scan_pairs,
+    smallest_resolvable_far,
+    thresholds_at_far,
+)
+
+__all__ = [
+    "ConvDecoder",
+    "train_regression_inverter",
+    "optimisation_attack",
+    "reference_threshold",
+    "InversionResult",
+    "inversion_success",
+    "wilson_interval",
+    "inversion_audit",
+]
+
+
+def _init_(module: torch.nn.Module, generator: torch.Generator | None) -> None:
+    """PyTorch's default fan-in uniform initialisation, drawn from ``generator`` (no global RNG)."""
+    for mod in module.modules():
+        if isinstance(mod, (torch.nn.Linear, torch.nn.Conv2d)):
+            torch.nn.init.kaiming_uniform_(mod.weight, a=math.sqrt(5), generator=generator)
+            if mod.bias is not None:
+                fan_in = mod.weight[0].numel()
+                bound = 1.0 / math.sqrt(fan_in)
+                torch.nn.init.uniform_(mod.bias, -bound, bound, generator=generator)
+
+
+class ConvDecoder(torch.nn.Module):
+    """A small decoder from a D-dimensional embedding/latent to a (3, H, W) image in [0, 1].
+
+    Linear(D → C·h₀·w₀) → ``n_upsample`` × [nearest ×2 upsampling, 3×3 conv, ReLU] (channels halve each time, at least
+    16) → 3×3 conv to 3 channels → sigmoid, with h₀ = H / 2^n_upsample (H and W must be divisible by it).
+
+    Args:
+        embed_dim: input dimension D.
+        image_size: (H, W).
+        channels: channels C at the lowest resolution.
+        n_upsample: number of ×2 stages (default: as many as keep h₀, w₀ ≥ 4, at most 4).
+        generator: seeds the initialisation.
+    """
+
+    def __init__(
+        self,
+        embed_dim: int,
+        image_size: tuple[int, int] = (32, 32),
+        *,
+        channels: int = 64,
+        n_upsample: int | None = None,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        self.embed_dim = check_int("embed_dim", embed_dim, minimum=1)
+        h, w = (check_int("image_size", s, minimum=1) for s in image_size)
+        if n_upsample is None:
+            n_upsample = 0
+            while n_upsample < 4 and h % (2 ** (n_upsample + 1)) == 0 and w % (2 ** (n_upsample + 1)) == 0 and min(h, w) // 2 ** (n_upsample + 1) >= 4:
+                n_upsample += 1
+        n_upsample = check_int("n_upsample", n_upsample, minimum=0)
+        f = 2**n_upsample
+        if h % f or w % f:
+            raise InvalidArgumentError(f"image_size {(h, w)} must be divisible by 2**n_upsample = {f}")
+        self.image_size = (h, w)
+        self.base = (h // f, w // f)
+        c = check_int("channels", channels, minimum=1)
+        self.fc = torch.nn.Linear(self.embed_dim, c * self.base[0] * self.base[1])
+        self.c0 = c
+        layers: list[torch.nn.Module] = []
+        cin = c
+        for _ in range(n_upsample):
+            cout = max(16, cin // 2)
+            layers += [torch.nn.Upsample(scale_factor=2, mode="nearest"), torch.nn.Conv2d(cin, cout, 3, padding=1), torch.nn.ReLU()]
+            cin = cout
+        layers += [torch.nn.Conv2d(cin, 3, 3, padding=1)]
+        self.body = torch.nn.Sequential(*layers)
+        _init_(self, generator)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        x = torch.relu(self.fc(z)).view(z.shape[0], self.c0, *self.base)
+        return torch.sigmoid(self.body(x))
+
+
+def _require_module(name: str, encoder: object) -> torch.nn.Module:
+    if not isinstance(encoder, torch.nn.Module):
+        raise InvalidArgumentError(
+            f"{name} must be a differentiable torch.nn.Module (images -> embeddings) for this attack, "
+            f"got {type(encoder).__name__}"
+        )
+    return encoder
+
+
+def _forward_embed(encoder: torch.nn.Module, images: torch.Tensor) -> torch.Tensor:
+    """Differentiable embedding (bypasses ``Encoder.embed``, which runs without gradients)."""
+    out = encoder._embed_batch(images, None) if hasattr(encoder, "_embed_batch") else encoder(images)
+    return torch.nn.functional.normalize(out, dim=1)
+
+
+class _Frozen:
+    """Temporarily stop gradients into a module's parameters (restored on exit)."""
+
+    def __init__(self, module: torch.nn.Module) -> None:
+        self.params = [p for p in module.parameters() if p.requires_grad]
+
+    def __enter__(self) -> None:
+        for p in self.params:
+            p.requires_grad_(False)
+
+    def __exit__(self, *exc) -> None:
+        for p in self.params:
+            p.requires_grad_(True)
+
+
+def train_regression_inverter(
+    encoder: EncoderLike,
+    aux_images: torch.Tensor,
+    *,
+    aux_embeddings: torch.Tensor | None = None,
+    epochs: int = 60,
+    lr: float = 2e-3,
+    batch_size: int = 64,
+    embedding_loss_weight: float = 0.0,
+    channels: int = 64,
+    n_upsample: int | None = None,
+    seed: int = 0,
+) -> tuple[ConvDecoder, pd.DataFrame]:
+    """Regression inversion (Vec2Face-like): train a decoder embedding → image on auxiliary identities.
+
+    Args:
+        encoder: the attacked encoder (used to embed ``aux_images`` unless ``aux_embeddings`` is given, and for the
+            embedding loss, which needs a torch module).
+        aux_images: (N, 3, H, W) auxiliary images in [0, 1] (identities disjoint from the targets).
+        aux_embeddings: their embeddings, if already computed.
+        epochs, lr, batch_size: Adam training set-up.
+        embedding_loss_weight: weight of 1 − cos(f(x̂), z) added to the pixel MSE (0: pixels only).
+        channels, n_upsample: decoder size (:class:`ConvDecoder`).
+        seed: seeds initialisation and shuffling.
+
+    Returns:
+        (decoder in eval mode, DataFrame of epoch, loss). Apply it as ``decoder(target_embeddings)``.
+    """
+    _check_images(aux_images, "aux_images")
+    n = aux_images.shape[0]
+    if n < 2:
+        raise InsufficientDataError(f"aux_images: need at least 2 auxiliary images, got {n}")
+    z = embed_images(encoder, aux_images) if aux_embeddings is None else aux_embeddings
+    check_tensor("aux_embeddings", z, shape=(n, None), floating=True)
+    w_emb = check_nonnegative("embedding_loss_weight", embedding_loss_weight)
+    enc_mod = _require_module("encoder", encoder) if w_emb > 0 else None
+    epochs = check_int("epochs", epochs, minimum=1)
+    lr = check_positive("lr", lr)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    gen = torch.Generator().manual_seed(int(seed))
+    dev = aux_images.device
+    dec = ConvDecoder(z.shape[1], tuple(aux_images.shape[-2:]), channels=channels, n_upsample=n_upsample, generator=gen).to(dev)
+    opt = torch.optim.Adam(dec.parameters(), lr=lr)
+    x, z = aux_images.float(), z.to(dev).float()
+    history = []
+    frozen = _Frozen(enc_mod) if enc_mod is not None else None
+    if frozen:
+        frozen.__enter__()
+    try:
+        dec.train()
+        for epoch in range(1, epochs + 1):
+            perm = torch.randperm(n, generator=gen).to(dev)
+            total = 0.0
+            for s in range(0, n, batch_size):
+                idx = perm[s : s + batch_size]
+                rec = dec(z[idx])
+                loss = torch.nn.functional.mse_loss(rec, x[idx])
+                if enc_mod is not None:
+                    loss = loss + w_emb * (1 - (_forward_embed(enc_mod, rec) * z[idx]).sum(1)).mean()
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                total += float(loss.detach()) * idx.numel()
+            history.append({"epoch": epoch, "loss": total / n})
+    finally:
+        if frozen:
+            frozen.__exit__()
+    dec.eval()
+    return dec, pd.DataFrame(history)
+
+
+def optimisation_attack(
+    encoder: torch.nn.Module,
+    target_embeddings: torch.Tensor,
+    *,
+    image_size: tuple[int, int] | None = None,
+    decoder: torch.nn.Module | None = None,
+    steps: int = 200,
+    lr: float = 0.05,
+    restarts: int = 1,
+    tv_weight: float = 0.0,
+    seed: int = 0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Optimisation inversion (ALSUV-like): gradient descent to match the target embedding.
+
+    With a ``decoder`` (any torch module latent → image in [0, 1], e.g. a :class:`ConvDecoder` trained by
+    :func:`train_regression_inverter`), the decoder's input latent is optimised, initialised at the target embedding
+    (plus noise for restarts > 1) when the dimensions agree, else at random. Without one, pixels are optimised through
+    a sigmoid parameterisation from a grey image plus noise.
+
+    Loss: 1 − cos(f(x̂), z_target) + ``tv_weight`` · total variation(x̂). Adam, ``steps`` iterations. Of the
+    ``restarts`` candidates per target, the one with the highest final cos(f(x̂), z_target) is kept.
+
+    Args:
+        encoder: the attacked, differentiable encoder (torch module; its parameters are not changed).
+        target_embeddings: (T, D) leaked embeddings.
+        image_size: (H, W) for pixel optimisation (required without a decoder).
+        decoder: optional generator whose latent is searched.
+        steps, lr, restarts, tv_weight: optimisation set-up.
+        seed: seeds initial latents / pixels.
+
+    Returns:
+        (reconstructions (T, 3, H, W) in [0, 1], final attacked-encoder cosines (T,)).
+    """
+    enc = _require_module("encoder", encoder)
+    check_tensor("target_embeddings", target_embeddings, ndim=2, floating=True)
+    steps = check_int("steps", steps, minimum=1)
+    lr = check_positive("lr", lr)
+    restarts = check_int("restarts", restarts, minimum=1)
+    tv_weight = check_nonnegative("tv_weight", tv_weight)
+    gen = torch.Generator().manual_seed(int(seed))
+    target = torch.nn.functional.normalize(target_embeddings.float(), dim=1)
+    dev = target.device
+    t = target.shape[0]
+    if decoder is None:
+        if image_size is None:
+            raise InvalidArgumentError("image_size must be given for pixel optimisation (no decoder)")
+        h, w = (check_int("image_size", s, minimum=1) for s in image_size)
+    best_x, best_cos = None, torch.full((t,), -math.inf, device=dev)
+    with _Frozen(enc):
+        frozen_dec = _Frozen(decoder) if decoder is not None else None
+        if frozen_dec:
+            frozen_dec.__enter__()
+        try:
+            for r in range(restarts):
+                if decoder is not None:
+                    latent_dim = getattr(decoder, "embed_dim", None)
+                    if latent_dim is None:
+                        raise InvalidArgumentError("decoder must expose its latent size as .embed_dim")
+                    if latent_dim == target.shape[1]:
+                        init = target.clone()
+                        if r > 0:
+                            init = init + 0.1 * torch.randn(init.shape, generator=gen).to(dev)
+                    else:
+                        init = torch.randn(t, latent_dim, generator=gen).to(dev)
+                    param = init.requires_grad_(True)
+                    render = lambda p: decoder(p)  # noqa: E731
+                else:
+                    init = 0.1 * torch.randn(t, 3, h, w, generator=gen).to(dev)
+                    param = init.requires_grad_(True)
+                    render = torch.sigmoid
+                opt = torch.optim.Adam([param], lr=lr)
+                for _ in range(steps):
+                    x = render(param)
+                    cos = (_forward_embed(enc, x) * target).sum(1)
+                    loss = (1 - cos).mean()
+                    if tv_weight > 0:
+                        tv = (x[..., 1:, :] - x[..., :-1, :]).abs().mean() + (x[..., :, 1:] - x[..., :, :-1]).abs().mean()
+                        loss = loss + tv_weight * tv
+                    opt.zero_grad(set_to_none=True)
+                    loss.backward()
+                    opt.step()
+                with torch.no_grad():
+                    x = render(param)
+                    cos = (_forward_embed(enc, x) * target).sum(1)
+                    if best_x is None:
+                        best_x = x.clone()
+                    better = cos > best_cos
+                    best_x[better] = x[better]
+                    best_cos = torch.where(better, cos, best_cos)
+        finally:
+            if frozen_dec:
+                frozen_dec.__exit__()
+    return best_x.detach(), best_cos.detach()
+
+
+@torch.no_grad()
+def reference_threshold(
+    reference_encoder: EncoderLike,
+    images: torch.Tensor,
+    identities: torch.Tensor,
+    *,
+    far: float = 1e-3,
+    min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS,
+) -> float:
+    """The reference encoder's threshold at ``far`` from all impostor pairs of a held-out labelled set.
+
+    Accept when cos > threshold (see :mod:`privkit.isp.verification`).
+
+    Raises:
+        InsufficientDataError: the held-out set has too few impostor pairs to resolve ``far``
+            (needs ``min_false_accepts / far`` pairs: 10,000 at FAR 1e-3).
+    """
+    far = check_probability("far", far)
+    _check_images(images)
+    z = embed_images(reference_encoder, images)
+    pairs = VerificationPairs.create(identities, enrol_shots=1)
+    n_imp = pairs.n_impostor_pairs
+    floor = smallest_resolvable_far(n_imp, min_false_accepts=min_false_accepts)
+    if far < floor * (1 - 1e-12):
+        raise InsufficientDataError(
+            f"images: {n_imp} impostor pairs resolve FARs down to {floor:.3g} only; FAR {far:g} needs at least "
+            f"{math.ceil(min_false_accepts / far)} pairs"
+        )
+    k = int(math.floor(far * n_imp * (1 + 1e-12))) + 1
+    scan = scan_pairs(pairs, z, top_k=k)
+    return float(thresholds_at_far(scan.top_scores.cpu(), n_imp, [far], min_false_accepts=min_false_accepts)[0])
+
+
+def wilson_interval(successes: int, n: int, *, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion."""
+    from statistics import NormalDist
+
+    if n <= 0:
+        return (math.nan, math.nan)
+    zq = NormalDist().inv_cdf(0.5 + check_probability("level", level) / 2)
+    p = successes / n
+    den = 1 + zq * zq / n
+    centre = (p + zq * zq / (2 * n)) / den
+    half = zq * math.sqrt(p * (1 - p) / n + zq * zq / (4 * n * n)) / den
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)
+    hi = 1.0 if successes == n else min(1.0, centre + half)
+    return (lo, hi)
+
+
+@dataclass(frozen=True, eq=False)
+class InversionResult:
+    """Success of an inversion attack under a reference encoder.
+
+    Attributes:
+        attack: name of the attack.
+        success_rate: fraction of targets whose reconstruction verifies (cos > threshold).
+        ci_low, ci_high: Wilson 95% interval.
+        n_targets: number of targets.
+        threshold: the reference threshold used.
+        scores: (T,) reference cosines between reconstruction and target image.
+    """
+
+    attack: str
+    success_rate: float
+    ci_low: float
+    ci_high: float
+    n_targets: int
+    threshold: float
+    scores: torch.Tensor
+
+    def as_row(self) -> dict:
+        return {
+            "attack": self.attack,
+            "success_rate": self.success_rate,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "n_targets": self.n_targets,
+            "threshold": self.threshold,
+            "mean_score": float(self.scores.double().mean()),
+        }
+
+
+@torch.no_grad()
+def inversion_success(
+    reference_encoder: EncoderLike,
+    reconstructions: torch.Tensor,
+    target_images: torch.Tensor,
+    *,
+    threshold: float,
+    attack: str = "attack",
+) -> InversionResult:
+    """Does each reconstruction verify against its target image under the reference encoder (cos > threshold)?"""
+    _check_images(reconstructions, "reconstructions")
+    _check_images(target_images, "target_images")
+    if reconstructions.shape[0] != target_images.shape[0]:
+        raise ShapeError(
+            f"reconstructions and target_images must have the same length, got {reconstructions.shape[0]} and "
+            f"{target_images.shape[0]}"
+        )
+    if reconstructions.shape[0] == 0:
+        raise InsufficientDataError("target_images: need at least 1 target, got 0")
+    a = embed_images(reference_encoder, reconstructions.clamp(0, 1))
+    b = embed_images(reference_encoder, target_images)
+    scores = (a * b).sum(1).cpu()
+    k = int((scores > threshold).sum())
+    n = scores.numel()
+    lo, hi = wilson_interval(k, n)
+    return InversionResult(attack, k / n, lo, hi, n, float(threshold), scores)
+
+
+def inversion_audit(
+    attacked_encoder: EncoderLike,
+    aux_images: torch.Tensor,
+    target_images: torch.Tensor,
+    reference_encoder: EncoderLike,
+    reference_images: torch.Tensor,
+    reference_identities: torch.Tensor,
+    *,
+    attacks: Sequence[str] = ("regression", "optimisation"),
+    far: float = 1e-3,
+    regression_options: dict | None = None,
+    optimisation_options: dict | None = None,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Run both attack families against one encoder and report success rates under the reference encoder.
+
+    A :class:`ConvDecoder` is trained on ``aux_images`` (the regression attack applies it directly); the optimisation
+    attack searches that decoder's latent, starting from the target embedding, and needs a differentiable attacked
+    encoder (a torch module; otherwise its row is NaN). The reference threshold is set at ``far`` on
+    ``reference_images``/``reference_identities`` (held out; disjoint from aux and targets).
+
+    Returns:
+        DataFrame, one row per attack (columns of :meth:`InversionResult.as_row`).
+    """
+    valid = ("regression", "optimisation")
+    for a in attacks:
+        if a not in valid:
+            from ..errors import UnknownNameError
+
+            raise UnknownNameError("attacks", a, valid)
+    tau = reference_threshold(reference_encoder, reference_images, reference_identities, far=far)
+    z_t = embed_images(attacked_encoder, target_images)
+    rows = []
+    decoder, _ = train_regression_inverter(attacked_encoder, aux_images, seed=seed, **(regression_options or {}))
+    if "regression" in attacks:
+        with torch.no_grad():
+            rec = decoder(z_t.to(target_images.device))
+        rows.append(inversion_success(reference_encoder, rec, target_images, threshold=tau, attack="regression").as_row())
+    if "optimisation" in attacks:
+        if isinstance(attacked_encoder, torch.nn.Module):
+            rec, _ = optimisation_attack(
+                attacked_encoder, z_t, decoder=decoder, image_size=tuple(target_images.shape[-2:]), seed=seed,
+                **(optimisation_options or {}),
+            )
+            rows.append(inversion_success(reference_encoder, rec, target_images, threshold=tau, attack="optimisation").as_row())
+        else:
+            rows.append({"attack": "optimisation", "success_rate": math.nan, "ci_low": math.nan, "ci_high": math.nan,
+                         "n_targets": int(target_images.shape[0]), "threshold": tau, "mean_score": math.nan})
+    table = pd.DataFrame(rows)
+    table["reference_far"] = far
+    return table

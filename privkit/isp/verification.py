@@ -1,0 +1,796 @@
+"""Open-set few-shot verification at low false-accept rates (paper 1, PAPERS.md §1.3; DESIGN.md §8).
+
+Scores are cosine similarities of unit-norm (probe-mapped) embeddings; a pair is **accepted when its score is
+strictly greater than the threshold τ**.
+
+Thresholds (privkit's rule). For a target FAR α and n impostor pairs, K = ⌊α n⌋ impostors may be accepted, and τ is
+the (K+1)-th largest impostor score, so that exactly K impostor scores exceed τ (fewer with ties): the realised FAR
+on the calibration set is the largest achievable value ≤ α. Impostor scores are computed for **all** pairs, in chunks
+on the embeddings' device, keeping only the K+1 largest (``torch.topk`` per chunk, merged) — never a full sort.
+
+Resolution (privkit's rule, :func:`smallest_resolvable_far`). A FAR α is resolvable from n impostor pairs only if
+it allows at least ``min_false_accepts`` = 10 false accepts, α ≥ 10 / n. With K ≈ 10 the threshold is the 11th
+largest of n scores: the false-accept count it implies is Poisson-like with relative standard deviation 1/√K ≈ 32%,
+so the realised FAR is known within a factor ≈ 2 at 95%; with fewer it is essentially a single extreme order
+statistic and a reported TAR would be noise. (The paper's 1,600-image test set gives ≈1.26 M impostor pairs: 1e-4 is
+resolvable, 1e-5 marginal at 12.6 expected false accepts, 1e-6 not.) Unresolvable FARs get NaN, ``resolvable=False``,
+never a number.
+
+Pairs (privkit's definition of the two readings of k, PAPERS.md §1.3 [I]):
+
+* ``enrol_shots = 1``: every image is its own template and all image pairs i < j are scored (genuine: same identity,
+  impostor: different identities).
+* ``enrol_shots = e > 1``: per identity, e random images form a template (the re-normalised mean of their
+  unit-norm embeddings); the remaining images are probes. Template–probe pairs are scored.
+
+The protocol (:func:`evaluate_verification`) fits the probe on the probe-fit identities, selects its hyperparameters
+and fixes τ on the validation identities, and only then scores the test identities; it reports the realised test
+FAR and bootstrap confidence intervals that resample **test identities** (the threshold stays fixed: the intervals
+describe test sampling, conditional on the validation threshold).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pandas as pd
+import torch
+
+from .._validate import (
+    check_choice,
+    check_int,
+    check_probability,
+    check_tensor,
+    check_unit_norm,
+)
+from ..device import resolve_device
+from ..errors import InsufficientDataError, InvalidArgumentError, ShapeError
+
+__all__ = [
+    "DEFAULT_FARS",
+    "DEFAULT_MIN_FALSE_ACCEPTS",
+    "smallest_resolvable_far",
+    "thresholds_at_far",
+    "tar_at_far",
+    "VerificationPairs",
+    "ImpostorScan",
+    "scan_pairs",
+    "pairwise_tar_at_far",
+    "validation_tar",
+    "subsample_shots",
+    "VerificationResult",
+    "evaluate_verification",
+]
+
+#: FARs reported by default.
+DEFAULT_FARS: tuple[float, ...] = (1e-2, 1e-3, 1e-4, 1e-5, 1e-6)
+#: Minimum expected number of false accepts for a FAR to count as resolvable (see the module docstring).
+DEFAULT_MIN_FALSE_ACCEPTS = 10
+#: Score-matrix elements per chunk (rows × columns) when ``chunk_size`` is not given: 16 MiB of float32.
+_CHUNK_ELEMENTS = 1 << 22
+
+
+def smallest_resolvable_far(n_impostor_pairs: int, *, min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS) -> float:
+    """The smallest FAR that ``n_impostor_pairs`` can resolve: ``min_false_accepts / n_impostor_pairs``.
+
+    privkit's rule: a FAR is reported only if at least ``min_false_accepts`` (default 10) false accepts are expected
+    at it, i.e. the threshold is set by at least 10 impostor scores. With ~10 false accepts the count has a relative
+    standard deviation near 1/√10 ≈ 32% (Poisson), so the realised FAR is known within about a factor of two; below
+    that the threshold is a single extreme order statistic. Returns ``inf`` for zero pairs.
+    """
+    n = check_int("n_impostor_pairs", n_impostor_pairs, minimum=0)
+    k = check_int("min_false_accepts", min_false_accepts, minimum=1)
+    return math.inf if n == 0 else k / n
+
+
+def _check_fars(fars: float | Sequence[float]) -> tuple[float, ...]:
+    if isinstance(fars, (int, float)) and not isinstance(fars, bool):
+        fars = (fars,)
+    out = tuple(check_probability("fars", f) for f in fars)
+    if not out:
+        raise InvalidArgumentError("fars must contain at least one FAR in (0, 1)")
+    return out
+
+
+def _allowed_false_accepts(far: float, n: int) -> int:
+    """K = ⌊far · n⌋, robust to the float rounding of far · n (e.g. 1e-4 · 30000)."""
+    return int(math.floor(far * n * (1 + 1e-12)))
+
+
+def thresholds_at_far(
+    top_scores: torch.Tensor,
+    n_impostor_pairs: int,
+    fars: float | Sequence[float],
+    *,
+    min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS,
+) -> torch.Tensor:
+    """Thresholds τ(α) from the largest impostor scores (accept when score > τ).
+
+    Args:
+        top_scores: the largest impostor scores, sorted descending (at least ⌊α_max n⌋ + 1 of them, or all).
+        n_impostor_pairs: total number n of impostor pairs those scores were taken from.
+        fars: target FAR(s) α in (0, 1).
+        min_false_accepts: resolution rule (:func:`smallest_resolvable_far`).
+
+    Returns:
+        float64 tensor of thresholds, one per FAR; NaN where α < ``smallest_resolvable_far(n)``.
+    """
+    fars = _check_fars(fars)
+    check_tensor("top_scores", top_scores, ndim=1)
+    floor = smallest_resolvable_far(n_impostor_pairs, min_false_accepts=min_false_accepts)
+    out = torch.full((len(fars),), math.nan, dtype=torch.float64)
+    for i, far in enumerate(fars):
+        if far < floor * (1 - 1e-12):
+            continue
+        k = _allowed_false_accepts(far, n_impostor_pairs)
+        if k >= n_impostor_pairs:
+            continue
+        if k >= top_scores.numel():
+            raise InsufficientDataError(
+                f"top_scores: need the {k + 1} largest impostor scores for FAR {far:g} over {n_impostor_pairs} pairs, "
+                f"got {top_scores.numel()}"
+            )
+        out[i] = float(top_scores[k])
+    return out
+
+
+def _topk_desc(x: torch.Tensor, k: int) -> torch.Tensor:
+    k = min(k, x.numel())
+    return torch.topk(x, k, largest=True, sorted=True).values
+
+
+def tar_at_far(
+    genuine_scores: torch.Tensor,
+    impostor_scores: torch.Tensor,
+    *,
+    fars: float | Sequence[float] = DEFAULT_FARS,
+    min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS,
+) -> pd.DataFrame:
+    """TAR at FAR from explicit score vectors, with the threshold set on these impostor scores.
+
+    The threshold uses ``torch.topk`` on the impostor scores (no full sort). For embeddings use
+    :func:`pairwise_tar_at_far`, which scores all pairs in chunks without materialising them.
+
+    Args:
+        genuine_scores: (G,) scores of genuine (same-identity) pairs.
+        impostor_scores: (I,) scores of impostor pairs.
+        fars: target FAR(s).
+        min_false_accepts: resolution rule; FARs below ``min_false_accepts / I`` get NaN.
+
+    Returns:
+        DataFrame with columns far, threshold, tar, realised_far, resolvable, smallest_resolvable_far, n_genuine,
+        n_impostor.
+    """
+    fars = _check_fars(fars)
+    check_tensor("genuine_scores", genuine_scores, ndim=1, floating=True)
+    check_tensor("impostor_scores", impostor_scores, ndim=1, floating=True)
+    if genuine_scores.numel() == 0:
+        raise InsufficientDataError("genuine_scores: need at least 1 genuine score, got 0")
+    n_imp = int(impostor_scores.numel())
+    floor = smallest_resolvable_far(n_imp, min_false_accepts=min_false_accepts)
+    ks = [_allowed_false_accepts(f, n_imp) for f in fars if f >= floor * (1 - 1e-12)]
+    top = _topk_desc(impostor_scores, max(ks) + 1) if ks else impostor_scores.new_empty(0)
+    taus = thresholds_at_far(top, n_imp, fars, min_false_accepts=min_false_accepts)
+    rows = []
+    g = genuine_scores.double()
+    for far, tau in zip(fars, taus.tolist()):
+        ok = not math.isnan(tau)
+        rows.append(
+            {
+                "far": far,
+                "threshold": tau,
+                "tar": float((g > tau).double().mean()) if ok else math.nan,
+                "realised_far": float((impostor_scores.double() > tau).double().mean()) if ok else math.nan,
+                "resolvable": ok,
+                "smallest_resolvable_far": floor,
+                "n_genuine": int(genuine_scores.numel()),
+                "n_impostor": n_imp,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Pair construction and the chunked scan
+# ---------------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class VerificationPairs:
+    """Which pairs of a labelled embedding set are scored (independent of the embeddings themselves).
+
+    Build it once with :meth:`create`, then :meth:`build` it on raw or probe-mapped embeddings of the same images, so
+    that every probe is compared on the same templates.
+
+    Attributes:
+        labels: (N,) identity index in 0 … n_identities − 1 of every image.
+        enrol_shots: images per template (1: all image pairs i < j).
+        template_members: (n_identities, e) image indices of each template (e > 1), else None.
+        probe_index: (P,) image indices used as probes (e > 1), else None.
+        n_identities: number of identities.
+    """
+
+    labels: torch.Tensor
+    enrol_shots: int
+    template_members: torch.Tensor | None
+    probe_index: torch.Tensor | None
+    n_identities: int
+
+    @classmethod
+    def create(
+        cls,
+        identities: torch.Tensor,
+        *,
+        enrol_shots: int = 1,
+        generator: torch.Generator | None = None,
+        name: str = "identities",
+    ) -> "VerificationPairs":
+        """Plan the pairs for images labelled ``identities``.
+
+        Raises:
+            InsufficientDataError: fewer than 2 identities, or (e > 1) an identity with fewer than e + 1 images.
+        """
+        check_tensor(name, identities, ndim=1)
+        if identities.is_floating_point():
+            raise InvalidArgumentError(f"{name} must be an integer tensor, got dtype {identities.dtype}")
+        e = check_int("enrol_shots", enrol_shots, minimum=1)
+        uniq, labels = torch.unique(identities.cpu(), return_inverse=True)
+        n_id = int(uniq.numel())
+        if n_id < 2:
+            raise InsufficientDataError(f"{name}: need at least 2 identities for impostor pairs, got {n_id}")
+        counts = torch.bincount(labels, minlength=n_id)
+        if e == 1:
+            if int((counts * (counts - 1)).sum()) == 0:
+                raise InsufficientDataError(f"{name}: need an identity with at least 2 images for genuine pairs")
+            return cls(labels, 1, None, None, n_id)
+        short = int((counts < e + 1).sum())
+        if short:
+            raise InsufficientDataError(
+                f"{name}: enrol_shots={e} needs at least {e + 1} images per identity (e for the template, >= 1 probe); "
+                f"{short} of {n_id} identities have fewer (minimum {int(counts.min())})"
+            )
+        order = torch.argsort(labels, stable=True)
+        starts = torch.cumsum(counts, 0) - counts
+        members, probes = [], []
+        for i in range(n_id):
+            idx = order[starts[i] : starts[i] + counts[i]]
+            idx = idx[torch.randperm(idx.numel(), generator=generator)]
+            members.append(idx[:e])
+            probes.append(idx[e:])
+        return cls(labels, e, torch.stack(members), torch.cat(probes), n_id)
+
+    @property
+    def symmetric(self) -> bool:
+        return self.template_members is None
+
+    @property
+    def n_impostor_pairs(self) -> int:
+        counts = torch.bincount(self.labels, minlength=self.n_identities).to(torch.int64)
+        if self.symmetric:
+            n = int(counts.sum())
+            return (n * n - int((counts * counts).sum())) // 2
+        pc = torch.bincount(self.labels[self.probe_index], minlength=self.n_identities).to(torch.int64)
+        return self.n_identities * int(pc.sum()) - int(pc.sum())
+
+    @property
+    def n_genuine_pairs(self) -> int:
+        counts = torch.bincount(self.labels, minlength=self.n_identities).to(torch.int64)
+        if self.symmetric:
+            return int((counts * (counts - 1)).sum()) // 2
+        return int(self.probe_index.numel())
+
+    def build(self, embeddings: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        """(queries, query_labels, gallery, gallery_labels) on ``embeddings``'s device; gallery None when symmetric."""
+        n = self.labels.numel()
+        if embeddings.ndim != 2 or embeddings.shape[0] != n:
+            raise ShapeError(f"embeddings must have shape ({n}, d) to match the planned pairs, got {tuple(embeddings.shape)}")
+        dev = embeddings.device
+        labels = self.labels.to(dev)
+        if self.symmetric:
+            return embeddings, labels, None, None
+        members = self.template_members.to(dev)
+        templates = torch.nn.functional.normalize(embeddings[members].mean(1), dim=1)
+        probes = self.probe_index.to(dev)
+        return templates, torch.arange(self.n_identities, device=dev), embeddings[probes], labels[probes]
+
+
+@dataclass(frozen=True, eq=False)
+class ImpostorScan:
+    """What one chunked pass over all pairs returns.
+
+    Attributes:
+        n_impostor_pairs: exact number of impostor pairs.
+        top_scores: the largest impostor scores, descending (as many as requested).
+        genuine_scores: all genuine scores (float64).
+        genuine_labels: identity index of each genuine pair.
+        exceed: (T, n_id, n_id) counts of impostor pairs (query identity a, gallery identity b) scoring above each
+            threshold, or None when no thresholds were given.
+        pair_totals: (n_id, n_id) number of impostor pairs per (a, b) (zero diagonal), same orientation as
+            ``exceed``.
+    """
+
+    n_impostor_pairs: int
+    top_scores: torch.Tensor
+    genuine_scores: torch.Tensor
+    genuine_labels: torch.Tensor
+    exceed: torch.Tensor | None
+    pair_totals: torch.Tensor
+
+
+@torch.no_grad()
+def scan_pairs(
+    pairs: VerificationPairs,
+    embeddings: torch.Tensor,
+    *,
+    top_k: int = 0,
+    thresholds: torch.Tensor | None = None,
+    chunk_size: int | None = None,
+) -> ImpostorScan:
+    """Score all planned pairs in row chunks on ``embeddings``'s device.
+
+    Keeps the ``top_k`` largest impostor scores (per-chunk ``torch.topk``, merged), every genuine score, and, if
+    ``thresholds`` are given, per-identity-pair counts of impostor scores above each threshold (for the identity
+    bootstrap). Memory is O(chunk_size · N + top_k + n_id² · T).
+    """
+    check_tensor("embeddings", embeddings, ndim=2, floating=True)
+    q, ql, g, gl = pairs.build(embeddings)
+    sym = g is None
+    if sym:
+        g, gl = q, ql
+    nq, ng = q.shape[0], g.shape[0]
+    n_id = pairs.n_identities
+    dev = q.device
+    if chunk_size is None:
+        chunk_size = max(1, _CHUNK_ELEMENTS // max(ng, 1))
+    chunk_size = check_int("chunk_size", chunk_size, minimum=1)
+    taus = None
+    if thresholds is not None:
+        taus = thresholds.to(dev, q.dtype)
+        valid_t = ~torch.isnan(taus)
+        exceed = torch.zeros(taus.numel(), n_id, n_id, dtype=torch.float64, device=dev)
+        count_dtype = torch.float64 if q.dtype == torch.float64 else torch.float32  # exact for counts < 2**24
+        onehot_g = torch.nn.functional.one_hot(gl, n_id).to(count_dtype)
+    top = q.new_empty(0)
+    gen_s, gen_l = [], []
+    for s in range(0, nq, chunk_size):
+        e = min(s + chunk_size, nq)
+        if sym:
+            cols = slice(s, ng)
+            scores = q[s:e] @ g[s:].T
+            col_idx = torch.arange(s, ng, device=dev)
+            row_idx = torch.arange(s, e, device=dev)
+            upper = col_idx[None, :] > row_idx[:, None]
+        else:
+            cols = slice(0, ng)
+            scores = q[s:e] @ g.T
+            upper = None
+        same = ql[s:e, None] == gl[None, cols]
+        gen = same if upper is None else same & upper
+        imp = ~same if upper is None else ~same & upper
+        gen_s.append(scores[gen].double())
+        gen_l.append(ql[s:e, None].expand_as(scores)[gen])
+        if top_k > 0:
+            cand = _topk_desc(scores.masked_fill(~imp, -math.inf).flatten(), top_k)
+            top = _topk_desc(torch.cat([top, cand]), top_k)
+        if taus is not None:
+            oh_q = torch.nn.functional.one_hot(ql[s:e], n_id).to(count_dtype).T  # (n_id, c)
+            for t in range(taus.numel()):
+                if bool(valid_t[t]):
+                    acc = ((scores > taus[t]) & imp).to(count_dtype)
+                    exceed[t] += (oh_q @ (acc @ onehot_g[cols])).double()
+    n_imp = pairs.n_impostor_pairs
+    top = top[: min(top_k, n_imp)].double()
+    qc = torch.bincount(ql, minlength=n_id).double()
+    gc = torch.bincount(gl, minlength=n_id).double() if not sym else qc
+    totals = torch.outer(qc, gc)
+    totals.fill_diagonal_(0)
+    if sym:
+        totals = totals / 2  # unordered pairs, split evenly over (a, b) and (b, a)
+    return ImpostorScan(
+        n_impostor_pairs=n_imp,
+        top_scores=top,
+        genuine_scores=torch.cat(gen_s) if gen_s else torch.empty(0, dtype=torch.float64, device=dev),
+        genuine_labels=torch.cat(gen_l) if gen_l else torch.empty(0, dtype=torch.int64, device=dev),
+        exceed=None if taus is None else exceed,
+        pair_totals=totals,
+    )
+
+
+def _needed_top_k(fars: Sequence[float], n_imp: int, min_false_accepts: int) -> int:
+    floor = smallest_resolvable_far(n_imp, min_false_accepts=min_false_accepts)
+    ks = [_allowed_false_accepts(f, n_imp) for f in fars if f >= floor * (1 - 1e-12)]
+    return max(ks) + 1 if ks else 0
+
+
+def validation_tar(
+    pairs: VerificationPairs,
+    embeddings: torch.Tensor,
+    *,
+    far: float = 1e-4,
+    min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS,
+    chunk_size: int | None = None,
+) -> float:
+    """TAR at ``far`` with the threshold set on the same (validation) impostor pairs: the model-selection score.
+
+    Raises:
+        InsufficientDataError: ``far`` is below the smallest FAR the planned pairs resolve.
+    """
+    far = check_probability("far", far)
+    n_imp = pairs.n_impostor_pairs
+    floor = smallest_resolvable_far(n_imp, min_false_accepts=min_false_accepts)
+    if far < floor * (1 - 1e-12):
+        raise InsufficientDataError(
+            f"far={far:g} is below the smallest resolvable FAR {floor:.3g} of {n_imp} validation impostor pairs "
+            f"(min_false_accepts={min_false_accepts})"
+        )
+    scan = scan_pairs(pairs, embeddings, top_k=_needed_top_k([far], n_imp, min_false_accepts), chunk_size=chunk_size)
+    tau = float(thresholds_at_far(scan.top_scores.cpu(), n_imp, [far], min_false_accepts=min_false_accepts)[0])
+    return float((scan.genuine_scores > tau).double().mean())
+
+
+def _bootstrap(
+    scan: ImpostorScan,
+    taus: torch.Tensor,
+    *,
+    n_identities: int,
+    n_boot: int,
+    ci: float,
+    generator: torch.Generator,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Percentile intervals of TAR and FAR over identity resamples: two (T, 2) tensors."""
+    dev = scan.genuine_scores.device
+    T = taus.numel()
+    tar_ci = torch.full((T, 2), math.nan, dtype=torch.float64)
+    far_ci = torch.full((T, 2), math.nan, dtype=torch.float64)
+    if n_boot == 0:
+        return tar_ci, far_ci
+    draws = torch.randint(n_identities, (n_boot, n_identities), generator=generator)
+    w = torch.zeros(n_boot, n_identities, dtype=torch.float64).scatter_add_(
+        1, draws, torch.ones(n_boot, n_identities, dtype=torch.float64)
+    ).to(dev)
+    g_tot = torch.bincount(scan.genuine_labels, minlength=n_identities).double()
+    den_g = w @ g_tot
+    den_i = ((w @ scan.pair_totals) * w).sum(1)
+    lo, hi = (1 - ci) / 2, (1 + ci) / 2
+    for t in range(T):
+        tau = float(taus[t])
+        if math.isnan(tau):
+            continue
+        acc = (scan.genuine_scores > tau).double()
+        g_acc = torch.zeros(n_identities, dtype=torch.float64, device=dev).index_add_(0, scan.genuine_labels, acc)
+        tar_b = (w @ g_acc) / den_g
+        far_b = ((w @ scan.exceed[t]) * w).sum(1) / den_i
+        okg, oki = den_g > 0, den_i > 0
+        if bool(okg.any()):
+            tar_ci[t] = torch.quantile(tar_b[okg].cpu(), torch.tensor([lo, hi], dtype=torch.float64))
+        if bool(oki.any()):
+            far_ci[t] = torch.quantile(far_b[oki].cpu(), torch.tensor([lo, hi], dtype=torch.float64))
+    return tar_ci, far_ci
+
+
+def pairwise_tar_at_far(
+    embeddings: torch.Tensor,
+    identities: torch.Tensor,
+    *,
+    fars: float | Sequence[float] = DEFAULT_FARS,
+    calibration: tuple[torch.Tensor, torch.Tensor] | None = None,
+    enrol_shots: int = 1,
+    min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS,
+    n_boot: int = 0,
+    ci: float = 0.95,
+    seed: int = 0,
+    chunk_size: int | None = None,
+) -> pd.DataFrame:
+    """TAR at FAR over all pairs of a labelled set of unit-norm embeddings.
+
+    Args:
+        embeddings: (N, d) unit-norm embeddings (already probe-mapped if a probe is used).
+        identities: (N,) integer identity labels.
+        fars: target FAR(s).
+        calibration: optional (embeddings, identities) of *other* identities on which the thresholds are set (the
+            validation split). Without it the thresholds are set on ``embeddings`` itself (in-sample).
+        enrol_shots: images per template (1: all image pairs).
+        min_false_accepts: resolution rule. A FAR is resolvable only if both the calibration and the evaluated
+            impostor pairs resolve it.
+        n_boot: identity-bootstrap resamples for the confidence intervals (0: none).
+        ci: confidence level of the percentile intervals.
+        seed: seeds template draws and the bootstrap.
+        chunk_size: rows per scoring chunk (default: about 4 M scores per chunk).
+
+    Returns:
+        DataFrame, one row per FAR: far, threshold, tar, tar_low, tar_high, realised_far, realised_far_low,
+        realised_far_high, resolvable, smallest_resolvable_far, n_genuine, n_impostor, n_impostor_calibration,
+        n_identities.
+    """
+    fars = _check_fars(fars)
+    check_tensor("embeddings", embeddings, ndim=2, floating=True)
+    check_unit_norm("embeddings", embeddings)
+    if identities.ndim != 1 or identities.shape[0] != embeddings.shape[0]:
+        raise ShapeError(f"identities must have shape ({embeddings.shape[0]},), got {tuple(identities.shape)}")
+    n_boot = check_int("n_boot", n_boot, minimum=0)
+    ci = check_probability("ci", ci)
+    gen = torch.Generator().manual_seed(int(seed))
+    pairs = VerificationPairs.create(identities, enrol_shots=enrol_shots, generator=gen)
+    if calibration is not None:
+        cal_emb, cal_id = calibration
+        check_tensor("calibration embeddings", cal_emb, ndim=2, floating=True)
+        check_unit_norm("calibration embeddings", cal_emb)
+        if cal_emb.shape[1] != embeddings.shape[1]:
+            raise ShapeError(f"calibration embeddings must have {embeddings.shape[1]} columns, got {cal_emb.shape[1]}")
+        cal_pairs = VerificationPairs.create(cal_id, enrol_shots=enrol_shots, generator=gen, name="calibration identities")
+    else:
+        cal_emb, cal_pairs = embeddings, pairs
+    return _evaluate_with_calibration(
+        pairs, embeddings, cal_pairs, cal_emb.to(embeddings.device), fars=fars, min_false_accepts=min_false_accepts,
+        n_boot=n_boot, ci=ci, generator=gen, chunk_size=chunk_size,
+    )
+
+
+def _evaluate_with_calibration(
+    pairs: VerificationPairs,
+    embeddings: torch.Tensor,
+    cal_pairs: VerificationPairs,
+    cal_embeddings: torch.Tensor,
+    *,
+    fars: tuple[float, ...],
+    min_false_accepts: int,
+    n_boot: int,
+    ci: float,
+    generator: torch.Generator,
+    chunk_size: int | None,
+) -> pd.DataFrame:
+    n_cal = cal_pairs.n_impostor_pairs
+    n_imp = pairs.n_impostor_pairs
+    cal_scan = scan_pairs(cal_pairs, cal_embeddings, top_k=_needed_top_k(fars, n_cal, min_false_accepts), chunk_size=chunk_size)
+    taus = thresholds_at_far(cal_scan.top_scores.cpu(), n_cal, fars, min_false_accepts=min_false_accepts)
+    floor = max(
+        smallest_resolvable_far(n_cal, min_false_accepts=min_false_accepts),
+        smallest_resolvable_far(n_imp, min_false_accepts=min_false_accepts),
+    )
+    taus = torch.where(torch.tensor([f >= floor * (1 - 1e-12) for f in fars]), taus, torch.full_like(taus, math.nan))
+    scan = scan_pairs(pairs, embeddings, thresholds=taus, chunk_size=chunk_size)
+    tar_ci, far_ci = _bootstrap(scan, taus, n_identities=pairs.n_identities, n_boot=n_boot, ci=ci, generator=generator)
+    rows = []
+    for i, far in enumerate(fars):
+        tau = float(taus[i])
+        ok = not math.isnan(tau)
+        rows.append(
+            {
+                "far": far,
+                "threshold": tau,
+                "tar": float((scan.genuine_scores > tau).double().mean()) if ok else math.nan,
+                "tar_low": float(tar_ci[i, 0]),
+                "tar_high": float(tar_ci[i, 1]),
+                "realised_far": float(scan.exceed[i].sum()) / n_imp if ok else math.nan,
+                "realised_far_low": float(far_ci[i, 0]),
+                "realised_far_high": float(far_ci[i, 1]),
+                "resolvable": ok,
+                "smallest_resolvable_far": floor,
+                "n_genuine": int(scan.genuine_scores.numel()),
+                "n_impostor": n_imp,
+                "n_impostor_calibration": n_cal,
+                "n_identities": pairs.n_identities,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The open-set protocol
+# ---------------------------------------------------------------------------------------------------------------------
+@dataclass(eq=False)
+class VerificationResult:
+    """Result of :func:`evaluate_verification`.
+
+    Attributes:
+        table: tidy DataFrame, one row per FAR (columns of :func:`pairwise_tar_at_far` plus probe, k, k_mode,
+            probe_shots, enrol_shots).
+        probe: the fitted probe (a callable mapping unit embeddings to unit embeddings).
+        selection: DataFrame of the validation model-selection curve (ridge: one row per λ; MLP: one row per
+            epoch; raw: empty).
+        settings: the protocol's settings, including the FAR actually used for selection.
+    """
+
+    table: pd.DataFrame
+    probe: Any
+    selection: pd.DataFrame
+    settings: dict = field(default_factory=dict)
+
+    def tar(self, far: float) -> float:
+        """The test TAR at ``far`` (NaN if unresolvable)."""
+        row = self.table[(self.table["far"] - far).abs() <= 1e-12 * far]
+        if row.empty:
+            raise InvalidArgumentError(f"far={far:g} was not evaluated; evaluated: {list(self.table['far'])}")
+        return float(row["tar"].iloc[0])
+
+
+def _check_split(name: str, emb: torch.Tensor, ids: torch.Tensor, d: int | None) -> None:
+    check_tensor(f"{name}_emb", emb, ndim=2, floating=True)
+    check_unit_norm(f"{name}_emb", emb)
+    check_tensor(f"{name}_id", ids, ndim=1)
+    if ids.is_floating_point():
+        raise InvalidArgumentError(f"{name}_id must be an integer tensor, got dtype {ids.dtype}")
+    if ids.shape[0] != emb.shape[0]:
+        raise ShapeError(f"{name}_id must have shape ({emb.shape[0]},) to match {name}_emb, got {tuple(ids.shape)}")
+    if d is not None and emb.shape[1] != d:
+        raise ShapeError(f"{name}_emb must have {d} columns like train_emb, got {emb.shape[1]}")
+
+
+def subsample_shots(
+    identities: torch.Tensor, k: int, *, generator: torch.Generator | None = None, name: str = "train_id"
+) -> torch.Tensor:
+    """Indices of ``k`` random images per identity (sorted). Raises if any identity has fewer than ``k``."""
+    k = check_int("k", k, minimum=1)
+    uniq, labels = torch.unique(identities.cpu(), return_inverse=True)
+    counts = torch.bincount(labels, minlength=uniq.numel())
+    short = int((counts < k).sum())
+    if short:
+        raise InsufficientDataError(
+            f"{name}: k={k} shots per identity requested but {short} of {uniq.numel()} identities have fewer "
+            f"(minimum {int(counts.min())})"
+        )
+    order = torch.argsort(labels, stable=True)
+    starts = torch.cumsum(counts, 0) - counts
+    keep = []
+    for i in range(uniq.numel()):
+        idx = order[starts[i] : starts[i] + counts[i]]
+        keep.append(idx[torch.randperm(idx.numel(), generator=generator)[:k]])
+    return torch.sort(torch.cat(keep)).values
+
+
+def evaluate_verification(
+    train_emb: torch.Tensor,
+    train_id: torch.Tensor,
+    val_emb: torch.Tensor,
+    val_id: torch.Tensor,
+    test_emb: torch.Tensor,
+    test_id: torch.Tensor,
+    *,
+    probe: Literal["raw", "ridge", "mlp"] = "raw",
+    k: int = 16,
+    k_mode: Literal["probe-shots", "enrol-shots"] = "probe-shots",
+    probe_shots: int | None = None,
+    enrol_shots: int = 1,
+    fars: float | Sequence[float] = DEFAULT_FARS,
+    select_far: float = 1e-4,
+    min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS,
+    ridge_lambdas: Sequence[float] | None = None,
+    mlp_options: dict | None = None,
+    n_boot: int = 200,
+    ci: float = 0.95,
+    seed: int = 0,
+    chunk_size: int | None = None,
+    device: str | torch.device | None = None,
+) -> VerificationResult:
+    """Open-set few-shot verification of an attacker's probe (PAPERS.md §1.3).
+
+    1. The probe is fitted on the probe-fit identities (``train_*``): ``"raw"`` (cosine, no probe), ``"ridge"``
+       (λ chosen on validation TAR from a log grid) or ``"mlp"`` (early-stopped on validation TAR).
+    2. Hyperparameters and the thresholds τ(α) are fixed on the validation identities (``val_*``), from all their
+       impostor pairs, before the test identities are touched.
+    3. The test identities (``test_*``) give the TAR, the realised test FAR and identity-bootstrap intervals.
+
+    The two readings of k (privkit exposes both; the paper's is not known):
+
+    * ``k_mode="probe-shots"`` — k labelled images per probe-fit identity train the probe; templates use
+      ``enrol_shots`` images (default 1: single-image templates, all image pairs);
+    * ``k_mode="enrol-shots"`` — k images per validation/test identity form each template; the probe is trained on
+      ``probe_shots`` images per probe-fit identity (default: all).
+
+    Args:
+        train_emb, train_id: probe-fit embeddings (N, d), unit norm, and identities.
+        val_emb, val_id: validation split (identities disjoint from the others).
+        test_emb, test_id: test split.
+        probe: ``"raw"``, ``"ridge"`` or ``"mlp"``.
+        k: shots, read according to ``k_mode``.
+        k_mode: ``"probe-shots"`` or ``"enrol-shots"``.
+        probe_shots: probe-fit shots when ``k_mode="enrol-shots"`` (None: all images). The raw probe fits nothing
+            and reports 0.
+        enrol_shots: template shots when ``k_mode="probe-shots"``.
+        fars: FARs to report.
+        select_far: FAR of the model-selection criterion (raised to the smallest FAR the validation pairs
+            resolve if it is below it; the value used is in ``settings``).
+        min_false_accepts: resolution rule (:func:`smallest_resolvable_far`).
+        ridge_lambdas: λ grid for the ridge probe (default 13 values, 1e-3 … 1e3).
+        mlp_options: keyword arguments for :func:`privkit.isp.probes.fit_mlp_probe`.
+        n_boot: identity-bootstrap resamples of the test identities (0: no intervals).
+        ci: interval level.
+        seed: seeds shot subsampling, template draws, the MLP and the bootstrap.
+        chunk_size: rows per scoring chunk.
+        device: where to compute (default: the device of ``train_emb``).
+
+    Returns:
+        A :class:`VerificationResult`.
+    """
+    from . import probes as _probes  # probes imports this module; import here to avoid a cycle
+
+    probe = check_choice("probe", probe, ("raw", "ridge", "mlp"))
+    k_mode = check_choice("k_mode", k_mode, ("probe-shots", "enrol-shots"))
+    k = check_int("k", k, minimum=1)
+    fars = _check_fars(fars)
+    select_far = check_probability("select_far", select_far)
+    _check_split("train", train_emb, train_id, None)
+    d = train_emb.shape[1]
+    _check_split("val", val_emb, val_id, d)
+    _check_split("test", test_emb, test_id, d)
+    for a, b, (na, nb) in (
+        (train_id, val_id, ("train", "val")),
+        (train_id, test_id, ("train", "test")),
+        (val_id, test_id, ("val", "test")),
+    ):
+        shared = torch.isin(torch.unique(a.cpu()), torch.unique(b.cpu()))
+        if bool(shared.any()):
+            raise InvalidArgumentError(
+                f"{na}_id and {nb}_id share {int(shared.sum())} identities; the protocol is open-set and needs "
+                "disjoint identity splits"
+            )
+    dev = resolve_device(device) if device is not None else train_emb.device
+    train_emb, val_emb, test_emb = train_emb.to(dev), val_emb.to(dev), test_emb.to(dev)
+    if k_mode == "probe-shots":
+        p_shots, e_shots = k, check_int("enrol_shots", enrol_shots, minimum=1)
+    else:
+        p_shots = None if probe_shots is None else check_int("probe_shots", probe_shots, minimum=1)
+        e_shots = k
+
+    seeds = [int(x) for x in torch.randint(0, 2**62, (4,), generator=torch.Generator().manual_seed(int(seed)))]
+    g_shots, g_pairs, g_probe, g_boot = (torch.Generator().manual_seed(s) for s in seeds)
+
+    if probe == "raw":  # nothing is fitted: the probe-fit identities are not used
+        p_shots = 0
+    if p_shots:
+        keep = subsample_shots(train_id, p_shots, generator=g_shots).to(dev)
+        fit_emb, fit_id = train_emb[keep], train_id.to(dev)[keep]
+    else:
+        fit_emb, fit_id = train_emb, train_id.to(dev)
+    val_pairs = VerificationPairs.create(val_id, enrol_shots=e_shots, generator=g_pairs, name="val_id")
+    test_pairs = VerificationPairs.create(test_id, enrol_shots=e_shots, generator=g_pairs, name="test_id")
+    floor_val = smallest_resolvable_far(val_pairs.n_impostor_pairs, min_false_accepts=min_false_accepts)
+    sel_far = max(select_far, floor_val)
+
+    if probe == "raw":
+        fitted: Any = _probes.RawProbe()
+        selection = pd.DataFrame()
+    elif probe == "ridge":
+        fitted, selection = _probes.select_ridge_probe(
+            fit_emb, fit_id, val_emb, val_pairs, lambdas=ridge_lambdas, far=sel_far,
+            min_false_accepts=min_false_accepts, chunk_size=chunk_size,
+        )
+    else:
+        opts = dict(mlp_options or {})
+        fitted, selection = _probes.fit_mlp_probe(
+            fit_emb, fit_id, val_emb, val_pairs, far=sel_far, min_false_accepts=min_false_accepts,
+            generator=g_probe, chunk_size=chunk_size, **opts,
+        )
+    with torch.no_grad():
+        val_m = fitted(val_emb)
+        test_m = fitted(test_emb)
+    table = _evaluate_with_calibration(
+        test_pairs, test_m, val_pairs, val_m, fars=fars, min_false_accepts=min_false_accepts,
+        n_boot=check_int("n_boot", n_boot, minimum=0), ci=check_probability("ci", ci), generator=g_boot,
+        chunk_size=chunk_size,
+    )
+    n_fit_per_id = torch.bincount(torch.unique(fit_id.cpu(), return_inverse=True)[1])
+    table.insert(0, "probe", probe)
+    table.insert(1, "k", k)
+    table.insert(2, "k_mode", k_mode)
+    table.insert(3, "probe_shots", int(n_fit_per_id.min()) if p_shots is None else p_shots)  # 0: raw, no probe
+    table.insert(4, "enrol_shots", e_shots)
+    settings = {
+        "probe": probe,
+        "k": k,
+        "k_mode": k_mode,
+        "probe_shots": p_shots,
+        "enrol_shots": e_shots,
+        "select_far_requested": select_far,
+        "select_far_used": sel_far,
+        "min_false_accepts": min_false_accepts,
+        "n_boot": n_boot,
+        "ci": ci,
+        "seed": seed,
+        "n_probe_fit_identities": int(n_fit_per_id.numel()),
+        "n_val_identities": val_pairs.n_identities,
+        "n_test_identities": test_pairs.n_identities,
+        "device": str(dev),
+    }
+    return VerificationResult(table=table, probe=fitted, selection=selection, settings=settings)
