@@ -1,0 +1,569 @@
+"""Pose network with a SimCC coordinate-classification head (paper 2, §2.1).
+
+The network predicts, for each of the 16 MPII joints, one categorical
+distribution over ``k * W`` horizontal bins and one over ``k * H`` vertical bins
+(SimCC, Li et al. 2022, with Gaussian soft labels as in the public DP-pose code;
+``k`` is the *split ratio*, 2 in the paper).  A joint at pixel ``(u, v)`` is
+labelled with 1-D normalised Gaussians centred on bins ``k*u`` and ``k*v``; the
+loss is the SimCC ``KLDiscretLoss`` (per joint, the KL divergence averaged over
+bins, weighted by visibility, summed over joints and divided by ``J``);
+decoding takes the arg-max bin divided by ``k``.
+
+Two backbones:
+
+``"convnet"`` (default)
+    A compact convolutional backbone with **GroupNorm** (never BatchNorm: the
+    per-sample gradients of a train-mode BatchNorm are not per record, which
+    breaks DP-SGD's sensitivity analysis).  About 128k parameters at 64x64,
+    small enough for DP training on two CPU cores.
+
+``"tiny_vit_5m"``
+    The paper's TinyViT-5M backbone (``timm`` ``tiny_vit_5m_224``), built only
+    when a weights file is given (privkit never downloads), or with
+    ``weights="random"`` for a randomly initialised network.  TinyViT contains
+    Conv+BatchNorm blocks; ``norm="frozen_bn"`` (default) folds every BatchNorm
+    into a fixed per-channel affine map (its running statistics and affine
+    parameters become constants), which keeps a pretrained network's function
+    exactly and is per-record; ``norm="groupnorm"`` replaces each BatchNorm by a
+    trainable GroupNorm that inherits the BatchNorm's affine parameters (the
+    normalisation statistics change, so pretrained features shift until
+    fine-tuned).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .._validate import check_choice, check_int, check_positive, check_tensor
+from ..errors import InvalidArgumentError, MissingResourceError, ShapeError
+
+__all__ = [
+    "NUM_JOINTS",
+    "BACKBONES",
+    "PoseNet",
+    "SimCCHead",
+    "ConvBackbone",
+    "build_pose_model",
+    "simcc_targets",
+    "simcc_kl_loss",
+    "decode_simcc",
+    "count_parameters",
+]
+
+#: Number of MPII joints.
+NUM_JOINTS = 16
+
+#: Valid values of ``backbone`` in :func:`build_pose_model`.
+BACKBONES: tuple[str, ...] = ("convnet", "tiny_vit_5m")
+
+#: ImageNet normalisation (the TinyViT backbone expects it; the conv net uses it too).
+_IMAGENET_MEAN = (0.485, 0.456, 0.406)
+_IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+def _size_pair(name: str, size: int | tuple[int, int]) -> tuple[int, int]:
+    if isinstance(size, (tuple, list)):
+        if len(size) != 2:
+            raise InvalidArgumentError(f"{name} must be an int or an (H, W) pair, got {size!r}")
+        h, w = (check_int(f"{name}[{i}]", s, minimum=8) for i, s in enumerate(size))
+        return h, w
+    s = check_int(name, size, minimum=8)
+    return s, s
+
+
+def _groups_for(channels: int, preferred: int = 8) -> int:
+    for g in (preferred, 4, 2, 1):
+        if channels % g == 0:
+            return g
+    return 1  # pragma: no cover
+
+
+def count_parameters(model: nn.Module, *, trainable_only: bool = True) -> int:
+    """Number of (trainable) parameters of ``model``."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
+
+
+# ------------------------------------------------------------------------------------------ labels and loss
+def simcc_targets(
+    keypoints: torch.Tensor,
+    visible: torch.Tensor,
+    *,
+    input_size: int | tuple[int, int],
+    split_ratio: int = 2,
+    sigma: float = 2.0,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """SimCC Gaussian soft labels.
+
+    For a joint at pixel ``(u, v)`` the x-target is the normalised Gaussian
+    ``exp(-(b - k u)^2 / (2 sigma^2))`` over bins ``b = 0 .. k W - 1`` (and
+    likewise for y).  ``sigma`` is in *bin* units (the paper's MPII config uses
+    3 at 256x192; privkit's 64x64 default is 2).  A joint gets weight 0 when
+    it is not visible or lies outside the image.
+
+    Args:
+        keypoints: (N, J, 2) pixel coordinates ``(x, y)``.
+        visible: (N, J) bool (or 0/1) visibility.
+        input_size: Image size ``S`` or ``(H, W)``.
+        split_ratio: Bins per pixel ``k >= 1``.
+        sigma: Gaussian standard deviation in bins, ``> 0``.
+
+    Returns:
+        ``(target_x (N, J, k W), target_y (N, J, k H), weight (N, J))`` in the
+        dtype of ``keypoints`` (float32 if it is not floating point).
+    """
+    h, w = _size_pair("input_size", input_size)
+    k = check_int("split_ratio", split_ratio, minimum=1)
+    s = check_positive("sigma", sigma)
+    check_tensor("keypoints", keypoints, ndim=3)
+    if keypoints.shape[-1] != 2:
+        raise ShapeError(f"keypoints must have shape (N, J, 2), got {tuple(keypoints.shape)}")
+    check_tensor("visible", visible, shape=(keypoints.shape[0], keypoints.shape[1]))
+    dtype = keypoints.dtype if keypoints.is_floating_point() else torch.float32
+    kp = keypoints.to(dtype)
+    dev = kp.device
+    bx = torch.arange(k * w, device=dev, dtype=dtype)
+    by = torch.arange(k * h, device=dev, dtype=dtype)
+    tx = torch.exp(-((bx - k * kp[..., 0:1]) ** 2) / (2 * s * s))
+    ty = torch.exp(-((by - k * kp[..., 1:2]) ** 2) / (2 * s * s))
+    inside = (kp[..., 0] >= 0) & (kp[..., 0] <= w - 1) & (kp[..., 1] >= 0) & (kp[..., 1] <= h - 1)
+    weight = (visible.to(torch.bool) & inside).to(dtype)
+    tx = tx / tx.sum(-1, keepdim=True).clamp_min(torch.finfo(dtype).tiny)
+    ty = ty / ty.sum(-1, keepdim=True).clamp_min(torch.finfo(dtype).tiny)
+    # invisible/outside joints: zero targets (weight 0 removes them from the loss anyway)
+    tx = tx * weight.unsqueeze(-1)
+    ty = ty * weight.unsqueeze(-1)
+    return tx, ty, weight
+
+
+def simcc_kl_loss(
+    logits: tuple[torch.Tensor, torch.Tensor],
+    target_x: torch.Tensor,
+    target_y: torch.Tensor,
+    weight: torch.Tensor,
+    *,
+    reduction: Literal["mean", "sum", "none"] = "mean",
+) -> torch.Tensor:
+    """The SimCC ``KLDiscretLoss`` of the public code.
+
+    Per sample: ``(1/J) sum_j w_j [mean_b KL_x(j, b) + mean_b KL_y(j, b)]`` with
+    ``KL(b) = t_b (log t_b - log softmax(z)_b)`` (``0 log 0 = 0``).  The public
+    code then averages over the batch, which is ``reduction="mean"``.
+
+    Args:
+        logits: ``(logits_x (N, J, Bx), logits_y (N, J, By))``.
+        target_x: (N, J, Bx) soft labels.
+        target_y: (N, J, By) soft labels.
+        weight: (N, J) joint weights (visibility).
+        reduction: ``"mean"`` over the batch, ``"sum"``, or ``"none"`` (per sample, (N,)).
+
+    Returns:
+        The loss (a scalar, or (N,) for ``"none"``).
+    """
+    check_choice("reduction", reduction, ("mean", "sum", "none"))
+    lx, ly = logits
+    if lx.shape != target_x.shape or ly.shape != target_y.shape:
+        raise ShapeError(
+            f"logits shapes {tuple(lx.shape)}, {tuple(ly.shape)} do not match targets "
+            f"{tuple(target_x.shape)}, {tuple(target_y.shape)}"
+        )
+    kx = F.kl_div(F.log_softmax(lx, dim=-1), target_x, reduction="none").mean(-1)
+    ky = F.kl_div(F.log_softmax(ly, dim=-1), target_y, reduction="none").mean(-1)
+    per_sample = ((kx + ky) * weight).sum(-1) / lx.shape[-2]
+    if reduction == "mean":
+        return per_sample.mean()
+    if reduction == "sum":
+        return per_sample.sum()
+    return per_sample
+
+
+def decode_simcc(
+    logits: tuple[torch.Tensor, torch.Tensor], *, split_ratio: int = 2
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Arg-max decoding: pixel ``= argmax bin / k``.
+
+    Args:
+        logits: ``(logits_x (N, J, Bx), logits_y (N, J, By))``.
+        split_ratio: Bins per pixel ``k``.
+
+    Returns:
+        ``(keypoints (N, J, 2) float (x, y) pixels, confidence (N, J))`` where the
+        confidence is the smaller of the two arg-max softmax probabilities.
+    """
+    k = check_int("split_ratio", split_ratio, minimum=1)
+    lx, ly = logits
+    px = lx.softmax(-1)
+    py = ly.softmax(-1)
+    cx, ix = px.max(-1)
+    cy, iy = py.max(-1)
+    dtype = lx.dtype if lx.is_floating_point() else torch.float32
+    kp = torch.stack([ix.to(dtype) / k, iy.to(dtype) / k], dim=-1)
+    return kp, torch.minimum(cx, cy)
+
+
+# ------------------------------------------------------------------------------------------ modules
+class ConvBackbone(nn.Module):
+    """Compact conv backbone: stride-2 stages of 3x3 conv + GroupNorm + ReLU, output stride ``2**n_down``.
+
+    Channels: ``width`` after the stem, doubling at each further down-sampling
+    stage up to ``4 * width``, with one extra stride-1 block at the last
+    resolution.
+    """
+
+    def __init__(self, *, width: int = 16, n_down: int = 3):
+        super().__init__()
+        width = check_int("width", width, minimum=1)
+        n_down = check_int("n_down", n_down, minimum=1)
+        layers: list[nn.Module] = []
+        cin = 3
+        for i in range(n_down):
+            cout = width * min(2**i, 4)
+            layers += self._block(cin, cout, stride=2)
+            if i == n_down - 1:
+                layers += self._block(cout, cout, stride=1)
+            cin = cout
+        self.body = nn.Sequential(*layers)
+        self.out_channels = cin
+        self.stride = 2**n_down
+
+    @staticmethod
+    def _block(cin: int, cout: int, *, stride: int) -> list[nn.Module]:
+        return [
+            nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False),
+            nn.GroupNorm(_groups_for(cout), cout),
+            nn.ReLU(),
+        ]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x)
+
+
+class SimCCHead(nn.Module):
+    """SimCC head: 1x1 conv to ``J`` maps, bilinear up-sampling, flatten, two linear bin classifiers.
+
+    Args:
+        in_channels: Channels of the backbone feature map.
+        feature_size: ``(h, w)`` of the backbone feature map.
+        input_size: ``(H, W)`` of the input image.
+        num_joints: ``J``.
+        split_ratio: Bins per pixel ``k``.
+        upsample: Up-sampling factor of the joint maps before flattening (the
+            paper up-samples 8x6 to 32x24, i.e. 4; privkit's conv net uses 2).
+    """
+
+    def __init__(
+        self,
+        in_channels: int,
+        *,
+        feature_size: tuple[int, int],
+        input_size: tuple[int, int],
+        num_joints: int = NUM_JOINTS,
+        split_ratio: int = 2,
+        upsample: int = 2,
+    ):
+        super().__init__()
+        self.upsample = check_int("upsample", upsample, minimum=1)
+        self.proj = nn.Conv2d(in_channels, num_joints, 1)
+        fh, fw = feature_size
+        flat = fh * fw * self.upsample**2
+        self.fc_x = nn.Linear(flat, split_ratio * input_size[1])
+        self.fc_y = nn.Linear(flat, split_ratio * input_size[0])
+
+    def forward(self, feat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        z = self.proj(feat)
+        if self.upsample > 1:
+            z = F.interpolate(z, scale_factor=self.upsample, mode="bilinear", align_corners=False)
+        z = z.flatten(-2)
+        return self.fc_x(z), self.fc_y(z)
+
+
+class PoseNet(nn.Module):
+    """Backbone + SimCC head; input (N, 3, H, W) in [0, 1], output ``(logits_x, logits_y)``.
+
+    Attributes:
+        input_size: ``(H, W)``.
+        split_ratio: SimCC bins per pixel ``k``.
+        label_sigma: Gaussian label width in bins (used by :meth:`targets`).
+        num_joints: ``J`` (16, MPII order).
+    """
+
+    def __init__(
+        self,
+        backbone: nn.Module,
+        head: SimCCHead,
+        *,
+        input_size: tuple[int, int],
+        split_ratio: int = 2,
+        label_sigma: float = 2.0,
+        num_joints: int = NUM_JOINTS,
+    ):
+        super().__init__()
+        self.backbone = backbone
+        self.head = head
+        self.input_size = tuple(input_size)
+        self.split_ratio = int(split_ratio)
+        self.label_sigma = float(label_sigma)
+        self.num_joints = int(num_joints)
+        self.register_buffer("mean", torch.tensor(_IMAGENET_MEAN).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer("std", torch.tensor(_IMAGENET_STD).view(1, 3, 1, 1), persistent=False)
+
+    def forward(self, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x = (images - self.mean) / self.std
+        return self.head(self.backbone(x))
+
+    def targets(
+        self, keypoints: torch.Tensor, visible: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Soft labels for this network (see :func:`simcc_targets`)."""
+        return simcc_targets(
+            keypoints, visible, input_size=self.input_size, split_ratio=self.split_ratio, sigma=self.label_sigma
+        )
+
+    def decode(self, logits: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keypoints and confidences from logits (see :func:`decode_simcc`)."""
+        return decode_simcc(logits, split_ratio=self.split_ratio)
+
+    @torch.no_grad()
+    def predict(self, images: torch.Tensor, *, batch_size: int = 256) -> torch.Tensor:
+        """Decoded (N, J, 2) pixel keypoints, in eval mode, without gradients."""
+        check_tensor("images", images, ndim=4, floating=True)
+        if tuple(images.shape[-2:]) != self.input_size or images.shape[1] != 3:
+            raise ShapeError(f"images must have shape (N, 3, {self.input_size[0]}, {self.input_size[1]}), "
+                             f"got {tuple(images.shape)}")
+        bs = check_int("batch_size", batch_size, minimum=1)
+        was_training = self.training
+        self.eval()
+        try:
+            dev = next(self.parameters()).device
+            out = [self.decode(self(images[i:i + bs].to(dev)))[0] for i in range(0, images.shape[0], bs)]
+        finally:
+            self.train(was_training)
+        if not out:
+            return images.new_zeros((0, self.num_joints, 2))
+        return torch.cat(out)
+
+
+# ------------------------------------------------------------------------------------------ initialisation
+def _init_parameters(model: nn.Module, generator: torch.Generator) -> None:
+    """Seeded initialisation (Kaiming-uniform as in ``nn.Conv2d``/``nn.Linear``; norms to identity)."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (nn.Conv2d, nn.Linear)):
+                nn.init.kaiming_uniform_(m.weight, a=math.sqrt(5), generator=generator)
+                if m.bias is not None:
+                    fan_in = m.weight[0].numel()
+                    bound = 1.0 / math.sqrt(fan_in)
+                    nn.init.uniform_(m.bias, -bound, bound, generator=generator)
+            elif isinstance(m, (nn.GroupNorm, nn.LayerNorm)):
+                if m.weight is not None:
+                    m.weight.fill_(1.0)
+                if m.bias is not None:
+                    m.bias.zero_()
+
+
+class _FrozenBatchNorm2d(nn.Module):
+    """A BatchNorm2d turned into a constant per-channel affine map (no trainable parameters)."""
+
+    def __init__(self, bn: nn.BatchNorm2d):
+        super().__init__()
+        var = bn.running_var if bn.running_var is not None else torch.ones(bn.num_features)
+        mean = bn.running_mean if bn.running_mean is not None else torch.zeros(bn.num_features)
+        scale = torch.rsqrt(var + bn.eps)
+        shift = -mean * scale
+        if bn.affine:
+            scale = scale * bn.weight.detach()
+            shift = shift * bn.weight.detach() + bn.bias.detach()
+        self.register_buffer("scale", scale.detach().clone())
+        self.register_buffer("shift", shift.detach().clone())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.scale.view(1, -1, 1, 1) + self.shift.view(1, -1, 1, 1)
+
+
+def _replace_batchnorm(module: nn.Module, norm: str) -> int:
+    count = 0
+    for name, child in module.named_children():
+        if isinstance(child, nn.BatchNorm2d):
+            if norm == "frozen_bn":
+                new: nn.Module = _FrozenBatchNorm2d(child)
+            else:
+                c = child.num_features
+                new = nn.GroupNorm(_groups_for(c), c, eps=child.eps)
+                if child.affine:
+                    with torch.no_grad():
+                        new.weight.copy_(child.weight)
+                        new.bias.copy_(child.bias)
+            setattr(module, name, new)
+            count += 1
+        else:
+            count += _replace_batchnorm(child, norm)
+    return count
+
+
+def _load_state_dict_file(path: Path) -> dict[str, torch.Tensor]:
+    if path.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        return load_file(str(path))
+    state = torch.load(str(path), map_location="cpu", weights_only=True)
+    if isinstance(state, Mapping) and "model" in state and isinstance(state["model"], Mapping):
+        state = state["model"]
+    if isinstance(state, Mapping) and "state_dict" in state and isinstance(state["state_dict"], Mapping):
+        state = state["state_dict"]
+    if not isinstance(state, Mapping):
+        raise InvalidArgumentError(f"weights file {path} does not hold a state dict")
+    return dict(state)
+
+
+class _TimmFeatures(nn.Module):
+    """The last-stage feature map of a timm TinyViT (its classifier head removed)."""
+
+    def __init__(self, net: nn.Module):
+        super().__init__()
+        self.patch_embed = net.patch_embed
+        self.stages = net.stages
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.stages(self.patch_embed(x))
+
+
+def _build_tiny_vit(
+    input_size: tuple[int, int], weights: str | Path, norm: str, generator: torch.Generator
+) -> tuple[nn.Module, int, tuple[int, int]]:
+    if isinstance(weights, str) and weights == "random":
+        state = None
+    else:
+        path = Path(weights)
+        if not path.is_file():
+            raise MissingResourceError(
+                "TinyViT-5M ImageNet weights (timm 'tiny_vit_5m_224')",
+                expected_at=str(path),
+                how_to_get=(
+                    "Download the timm checkpoint 'tiny_vit_5m_224.dist_in22k_ft_in1k' (model.safetensors from the "
+                    "Hugging Face hub, timm/tiny_vit_5m_224.dist_in22k_ft_in1k) on a machine with network access "
+                    "and pass its path as weights=..., or pass weights='random' for a randomly initialised backbone."
+                ),
+            )
+        state = _load_state_dict_file(path)
+    import timm  # heavy import, only when the backbone is really built
+
+    with torch.random.fork_rng(devices=[]):  # timm's own init must not move the caller's global RNG
+        net = timm.create_model("tiny_vit_5m_224", pretrained=False, num_classes=0)
+    if state is None:
+        covered = set()
+        for m in net.modules():
+            if isinstance(m, (nn.Conv2d, nn.Linear, nn.GroupNorm, nn.LayerNorm)):
+                covered.update(id(p) for p in m.parameters(recurse=False))
+        _init_parameters(net, generator)
+        with torch.no_grad():
+            for m in net.modules():
+                if isinstance(m, nn.BatchNorm2d) and m.affine:
+                    m.weight.fill_(1.0)
+                    m.bias.zero_()
+                    covered.update((id(m.weight), id(m.bias)))
+            for p in net.parameters():
+                if id(p) not in covered:  # e.g. attention biases: zero, deterministic
+                    p.zero_()
+    else:
+        state = {k: v for k, v in state.items() if not k.startswith("head.")}
+        missing, _unexpected = net.load_state_dict(state, strict=False)
+        missing = [k for k in missing if not k.startswith("head.")]
+        if missing:
+            raise InvalidArgumentError(
+                f"weights: the checkpoint does not fit tiny_vit_5m_224; {len(missing)} missing keys, e.g. {missing[:3]}"
+            )
+    _replace_batchnorm(net, norm)
+    backbone = _TimmFeatures(net)
+    channels = int(net.feature_info[-1]["num_chs"])
+    reduction = int(net.feature_info[-1]["reduction"])
+    feat = (math.ceil(input_size[0] / reduction), math.ceil(input_size[1] / reduction))
+    return backbone, channels, feat
+
+
+def build_pose_model(
+    input_size: int | tuple[int, int] = 64,
+    *,
+    width: int = 16,
+    backbone: Literal["convnet", "tiny_vit_5m"] = "convnet",
+    weights: str | Path | None = None,
+    norm: Literal["frozen_bn", "groupnorm"] = "frozen_bn",
+    split_ratio: int = 2,
+    label_sigma: float = 2.0,
+    num_joints: int = NUM_JOINTS,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+) -> PoseNet:
+    """Build a pose network with a SimCC head.
+
+    The default ``"convnet"`` at 64x64 and ``width=16`` has 127,520
+    parameters (8x8 feature map, joint maps up-sampled to 16x16 = 256 features,
+    128 x-bins and 128 y-bins).  At 128x128 one more stride-2 stage keeps the
+    feature map at 8x8 (230,304 parameters: 256 x-bins and 256 y-bins).
+
+    Args:
+        input_size: ``S`` (square) or ``(H, W)``; each side a multiple of 16
+            for the conv net (and of 32 for TinyViT).
+        width: Base channel width of the conv net, ``>= 1``.
+        backbone: ``"convnet"`` or ``"tiny_vit_5m"`` (the paper's backbone).
+        weights: TinyViT only: path to a ``tiny_vit_5m_224`` state dict
+            (``.safetensors`` or a ``torch.save`` file, loaded with
+            ``weights_only=True``), or ``"random"`` for random initialisation.
+            A missing file raises :class:`~privkit.errors.MissingResourceError`.
+        norm: TinyViT only: ``"frozen_bn"`` or ``"groupnorm"`` (see the module docstring).
+        split_ratio: SimCC bins per pixel ``k`` (2 in the paper).
+        label_sigma: Gaussian label width in bins.
+        num_joints: Number of joints (16 for MPII).
+        seed: Seed of the parameter initialisation (an explicit generator;
+            the global RNG is left untouched).
+        device: Device of the returned model.
+
+    Returns:
+        A :class:`PoseNet` in train mode.
+    """
+    hw = _size_pair("input_size", input_size)
+    check_choice("backbone", backbone, BACKBONES)
+    check_choice("norm", norm, ("frozen_bn", "groupnorm"))
+    k = check_int("split_ratio", split_ratio, minimum=1)
+    sig = check_positive("label_sigma", label_sigma)
+    j = check_int("num_joints", num_joints, minimum=1)
+    seed = check_int("seed", seed, minimum=0)
+    gen = torch.Generator().manual_seed(seed)
+    if backbone == "convnet":
+        if weights is not None:
+            raise InvalidArgumentError("weights is only used with backbone='tiny_vit_5m'; pass weights=None")
+        if hw[0] % 16 or hw[1] % 16:
+            raise InvalidArgumentError(f"input_size must have sides that are multiples of 16, got {hw}")
+        n_down = max(3, int(round(math.log2(min(hw) / 8))))
+        if hw[0] % 2**n_down or hw[1] % 2**n_down:
+            raise InvalidArgumentError(f"input_size {hw} must be divisible by {2**n_down}")
+        with torch.random.fork_rng(devices=[]):
+            body = ConvBackbone(width=width, n_down=n_down)
+            feat = (hw[0] // body.stride, hw[1] // body.stride)
+            head = SimCCHead(body.out_channels, feature_size=feat, input_size=hw, num_joints=j, split_ratio=k,
+                             upsample=2)
+        model = PoseNet(body, head, input_size=hw, split_ratio=k, label_sigma=sig, num_joints=j)
+        _init_parameters(model, gen)
+    else:
+        if weights is None:
+            raise MissingResourceError(
+                "TinyViT-5M weights",
+                expected_at="weights=None",
+                how_to_get=(
+                    "Pass weights=<path to the timm tiny_vit_5m_224 checkpoint> (or weights='random' for a "
+                    "randomly initialised backbone)."
+                ),
+            )
+        if hw[0] % 32 or hw[1] % 32:
+            raise InvalidArgumentError(f"input_size must have sides that are multiples of 32 for TinyViT, got {hw}")
+        body, channels, feat = _build_tiny_vit(hw, weights, norm, gen)
+        with torch.random.fork_rng(devices=[]):
+            head = SimCCHead(channels, feature_size=feat, input_size=hw, num_joints=j, split_ratio=k, upsample=4)
+        _init_parameters(head, gen)
+        model = PoseNet(body, head, input_size=hw, split_ratio=k, label_sigma=sig, num_joints=j)
+    return model.to(device)

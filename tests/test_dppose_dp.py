@@ -1,0 +1,425 @@
+"""privkit.dppose: per-sample gradients, clipping, sensitivity, public subspace, auditing, trainers."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from privkit.data.types import PoseSet
+from privkit.dppose import (
+    METHODS,
+    GaussianBlur,
+    build_pose_model,
+    clip_per_sample,
+    clipped_grad_sum,
+    evaluate_pckh,
+    flatten_grads,
+    per_sample_grads,
+    per_sample_norms,
+    pose_batch,
+    pose_loss,
+    public_subspace,
+    public_subspace_from_model,
+    train,
+    trainable_parameters,
+)
+from privkit.dppose.grads import add_gaussian_noise
+from privkit.dppose.train import private_clipped_sum
+from privkit.errors import (
+    InsufficientDataError,
+    InvalidArgumentError,
+    MissingResourceError,
+    PrivacyBudgetError,
+    UnknownNameError,
+)
+from privkit.privacy import analytic_gaussian_epsilon, audit
+
+torch.set_num_threads(1)
+
+SIZE = 32
+
+# A stick figure in MPII order on a 32 x 32 canvas (x, y).
+TEMPLATE = torch.tensor([
+    [12.0, 28.0], [12.5, 23.0], [13.0, 18.0], [19.0, 18.0], [19.5, 23.0], [20.0, 28.0], [16.0, 18.0], [16.0, 10.0],
+    [16.0, 8.0], [16.0, 3.0], [9.0, 17.0], [10.0, 13.0], [12.0, 9.0], [20.0, 9.0], [22.0, 13.0], [23.0, 17.0],
+])
+
+
+def make_poseset(n: int, *, seed: int, id_offset: int = 0, jitter: float = 3.0) -> PoseSet:
+    """A learnable synthetic pose set: the template shifted per image, drawn as bright blobs on noise."""
+    g = torch.Generator().manual_seed(seed)
+    shift = (torch.rand(n, 1, 2, generator=g) * 2 - 1) * jitter
+    kp = TEMPLATE.unsqueeze(0) + shift + 0.5 * torch.randn(n, 16, 2, generator=g)
+    yy, xx = torch.meshgrid(torch.arange(SIZE, dtype=torch.float32), torch.arange(SIZE, dtype=torch.float32),
+                            indexing="ij")
+    d2 = (xx.view(1, 1, SIZE, SIZE) - kp[..., 0, None, None]) ** 2 + (yy.view(1, 1, SIZE, SIZE) - kp[..., 1, None, None]) ** 2
+    blobs = torch.exp(-d2 / 2.0)  # (n, 16, S, S)
+    colour = torch.rand(16, 3, generator=g)
+    img = 0.15 * torch.rand(n, 3, SIZE, SIZE, generator=g) + torch.einsum("njhw,jc->nchw", blobs, colour)
+    head = torch.cat([kp[:, 9] - 3.0, kp[:, 9] + 3.0], dim=1)
+    return PoseSet(images=img.clamp(0, 1), keypoints=kp, visible=torch.rand(n, 16, generator=g) > 0.1,
+                   head_box=head, identity=torch.arange(n) + id_offset, name="stick")
+
+
+def small_model(seed: int = 0, width: int = 4):
+    return build_pose_model(SIZE, width=width, seed=seed)
+
+
+def batch_of(model, data: PoseSet, n: int | None = None):
+    idx = None if n is None else torch.arange(n)
+    return pose_batch(model, data, idx)
+
+
+@pytest.fixture(scope="module")
+def data() -> PoseSet:
+    return make_poseset(48, seed=0)
+
+
+@pytest.fixture(scope="module")
+def public() -> PoseSet:
+    return make_poseset(24, seed=1, id_offset=10_000)
+
+
+# ------------------------------------------------------------------------------------------- per-sample gradients
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")
+def test_per_sample_grads_match_opacus(data):
+    from opacus import GradSampleModule
+
+    model = small_model()
+    batch = batch_of(model, data, 8)
+    ours = per_sample_grads(model, pose_loss, batch)
+    hooks = per_sample_grads(model, pose_loss, batch, method="hooks")
+    chunked = per_sample_grads(model, pose_loss, batch, chunk_size=3)
+    ref_model = small_model()
+    gsm = GradSampleModule(ref_model)
+    pose_loss(gsm(batch[0]), *batch[1:]).backward()
+    ref = {n.removeprefix("_module."): p.grad_sample for n, p in gsm.named_parameters()}
+    assert list(ours) == list(trainable_parameters(model))
+    scale = max(float(r.abs().max()) for r in ref.values())
+    assert scale > 0
+    for name, g in ours.items():
+        assert g.shape == (8, *trainable_parameters(model)[name].shape)
+        assert float((g - ref[name]).abs().max()) <= 1e-5
+        assert float((g - ref[name]).abs().max()) <= 1e-4 * scale, name  # relative: the grads are small
+        assert float((hooks[name] - g).abs().max()) <= 1e-4 * scale, name
+        assert float((chunked[name] - g).abs().max()) <= 1e-5 * scale, name
+    # per-sample gradients sum to the batch gradient (times B)
+    model.zero_grad()
+    pose_loss(model(batch[0]), *batch[1:]).backward()
+    for name, p in trainable_parameters(model).items():
+        assert torch.allclose(ours[name].sum(0) / 8, p.grad, atol=1e-6 * scale, rtol=1e-4)
+
+
+def test_clipping_and_fast_clipped_sum(data):
+    model = small_model()
+    batch = batch_of(model, data, 10)
+    ps = per_sample_grads(model, pose_loss, batch)
+    norms = per_sample_norms(ps)
+    clip = float(norms.median())
+    clipped = clip_per_sample(ps, clip)
+    cn = per_sample_norms(clipped)
+    big = norms > clip
+    assert bool(big.any()) and bool((~big).any())
+    factor = torch.clamp(clip / (norms + 1e-6), max=1.0)  # min(1, C / (|g| + 1e-6))
+    assert torch.allclose(cn, norms * factor, rtol=1e-5)
+    assert bool((cn <= clip).all()) and torch.allclose(cn[big], torch.full_like(cn[big], clip), rtol=1e-3)
+    small = norms + 1e-6 <= clip
+    assert bool(small.any()) and torch.equal(cn[small], norms[small])  # factor exactly 1 below C
+    ref = {n: g.sum(0) for n, g in clipped.items()}
+    scale = max(float(r.abs().max()) for r in ref.values())
+    for method in ("hooks", "vmap"):
+        cs = clipped_grad_sum(model, pose_loss, batch, clip=clip, method=method)
+        assert torch.allclose(cs.norms, norms, rtol=1e-4)
+        assert cs.batch_size == 10 and cs.loss.item() == pytest.approx(pose_loss(model(batch[0]), *batch[1:]).item(),
+                                                                         rel=1e-5)
+        for n in ref:
+            assert float((cs.grads[n] - ref[n]).abs().max()) <= 1e-4 * scale, (method, n)
+    empty = clipped_grad_sum(model, pose_loss, tuple(t[:0] for t in batch), clip=clip)
+    assert empty.batch_size == 0 and float(empty.flat().abs().sum()) == 0.0
+    with pytest.raises(InvalidArgumentError):
+        clipped_grad_sum(model, pose_loss, batch, clip=0.0)
+    with pytest.raises(InvalidArgumentError):
+        clip_per_sample(ps, -1.0)
+
+
+class _Zoo(torch.nn.Module):
+    """Every layer type the hooks path handles: grouped/1x1/strided convs, GroupNorm, LayerNorm, a shared Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(3, 4, 3, stride=2, padding=1, bias=True)
+        self.gn = torch.nn.GroupNorm(2, 4)
+        self.c2 = torch.nn.Conv2d(4, 6, 3, padding=2, dilation=2, groups=2)
+        self.c3 = torch.nn.Conv2d(6, 5, 1)
+        self.ln = torch.nn.LayerNorm(5)
+        self.shared = torch.nn.Linear(5, 5)
+        self.out = torch.nn.Linear(5, 3, bias=False)
+        self.frozen = torch.nn.Linear(3, 3)
+        self.frozen.weight.requires_grad_(False)  # only its bias is trained
+
+    def forward(self, x):
+        h = self.c3(torch.tanh(self.c2(torch.relu(self.gn(self.c1(x))))))  # (B, 5, 4, 4)
+        h = self.ln(h.flatten(2).transpose(1, 2))  # (B, 16, 5): a sequence of 16 tokens
+        h = self.shared(torch.tanh(self.shared(h)))  # the same Linear twice
+        return self.frozen(self.out(h).mean(1))
+
+
+def test_hooks_path_covers_every_supported_layer_type():
+    g = torch.Generator().manual_seed(0)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)  # test code only: the zoo's default initialisation
+        net = _Zoo()
+    x = torch.randn(6, 3, 8, 8, generator=g)
+    y = torch.randn(6, 3, generator=g)
+
+    def loss_fn(out, target):
+        return ((out - target) ** 2).sum(1).mean()
+
+    ref = per_sample_grads(net, loss_fn, (x, y), method="vmap")
+    hooks = per_sample_grads(net, loss_fn, (x, y), method="hooks")
+    assert list(ref) == list(hooks) and "frozen.weight" not in ref and "frozen.bias" in ref
+    for name in ref:
+        assert torch.allclose(hooks[name], ref[name], atol=1e-6, rtol=1e-4), name
+    clip = float(per_sample_norms(ref).median())
+    a = clipped_grad_sum(net, loss_fn, (x, y), clip=clip, method="hooks")
+    b = clipped_grad_sum(net, loss_fn, (x, y), clip=clip, method="vmap")
+    assert torch.allclose(a.norms, b.norms, rtol=1e-4)
+    assert torch.allclose(a.flat(), b.flat(), atol=1e-6, rtol=1e-4)
+
+
+def test_batchnorm_in_train_mode_is_refused():
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.Flatten(), torch.nn.LazyLinear(2))
+    x = torch.rand(4, 3, 8, 8)
+    net(x)
+    with pytest.raises(InvalidArgumentError, match="BatchNorm"):
+        per_sample_grads(net, lambda o, y: ((o - y) ** 2).mean(), (x, torch.zeros(4, 2)))
+
+
+# ------------------------------------------------------------------------------------------- sensitivity
+@pytest.mark.parametrize("method", [m for m in METHODS if m != "nonprivate"])
+def test_private_part_sensitivity(data, method):
+    model = small_model(seed=1)
+    clip = 1e-4  # far below every gradient norm: every record is clipped to exactly C
+    full = batch_of(model, data, 12)
+    s_full = private_clipped_sum(model, full, method=method, clip=clip)
+    assert bool((s_full.norms > clip).all())
+    for i in (0, 5, 11):
+        keep = torch.tensor([j for j in range(12) if j != i])
+        removed = tuple(t[keep] for t in full)
+        s_rem = private_clipped_sum(model, removed, method=method, clip=clip)
+        d = float(torch.linalg.vector_norm(s_full.flat() - s_rem.flat()))
+        assert d <= clip * (1 + 1e-4)
+        assert d == pytest.approx(clip, rel=1e-3)  # one clip per record: exactly C, never 2C
+        other = pose_batch(model, data, torch.tensor([20 + i]))
+        replaced = tuple(torch.cat([t[keep], o]) for t, o in zip(full, other))
+        s_rep = private_clipped_sum(model, replaced, method=method, clip=clip)
+        d2 = float(torch.linalg.vector_norm(s_full.flat() - s_rep.flat()))
+        assert 0 < d2 <= 2 * clip * (1 + 1e-4)
+
+
+# ------------------------------------------------------------------------------------------- public subspace
+def test_public_subspace_is_the_top_k_orthogonal_projector():
+    g = torch.Generator().manual_seed(0)
+    m, p, k = 12, 40, 5
+    grads = torch.randn(m, 3, generator=g, dtype=torch.float64) @ torch.randn(3, p, generator=g, dtype=torch.float64)
+    grads = grads * 3 + 0.3 * torch.randn(m, p, generator=g, dtype=torch.float64)
+    sub = public_subspace(grads, k=k)
+    proj = sub.projector()
+    assert sub.rank == k and sub.dim == p
+    assert torch.allclose(proj, proj.T, atol=1e-12)
+    assert torch.allclose(proj @ proj, proj, atol=1e-10)
+    assert int(torch.linalg.matrix_rank(proj)) == k
+    assert torch.allclose(sub.basis.T @ sub.basis, torch.eye(k, dtype=torch.float64), atol=1e-10)
+    q, _ = torch.linalg.qr(grads.T)  # range of the public gradients
+    assert torch.allclose(q @ (q.T @ sub.basis), sub.basis, atol=1e-10)
+    evals, evecs = torch.linalg.eigh(grads.T @ grads / m)  # the p x p second moment, directly
+    top = evecs[:, -k:]
+    assert torch.allclose(top @ top.T, proj, atol=1e-8)
+    assert torch.allclose(sub.eigenvalues, evals.flip(0)[:k], rtol=1e-8)
+    v = torch.randn(p, generator=g, dtype=torch.float64)
+    assert torch.allclose(sub.project(v), proj @ v, atol=1e-12)
+    full = public_subspace(grads, k=m)
+    assert torch.allclose(full.project(grads), grads, atol=1e-9)  # k = m: the span of the public gradients
+    with pytest.raises(InvalidArgumentError):
+        public_subspace(grads, k=m + 1)
+    with pytest.raises(InsufficientDataError):
+        public_subspace(grads[:0], k=1)
+    low = torch.randn(m, 2, generator=g, dtype=torch.float64) @ torch.randn(2, p, generator=g, dtype=torch.float64)
+    with pytest.raises(InsufficientDataError, match="span only 2"):
+        public_subspace(low, k=4)
+    assert public_subspace(low, k=4, allow_lower_rank=True).rank == 2
+
+
+def test_public_subspace_from_model_uses_per_sample_public_gradients(public):
+    model = small_model()
+    pub = batch_of(model, public, 16)
+    sub = public_subspace_from_model(model, pose_loss, pub, k=6)
+    g = flatten_grads(per_sample_grads(model, pose_loss, pub), batched=True)
+    assert sub.rank == 6 and sub.dim == g.shape[1]
+    assert torch.allclose(sub.basis.T @ sub.basis, torch.eye(6), atol=1e-4)
+    # the top direction captures more public-gradient energy than any single other basis direction
+    energy = (g @ sub.basis).pow(2).sum(0)
+    assert bool((energy[:-1] >= energy[1:] * (1 - 1e-4)).all())
+
+
+# ------------------------------------------------------------------------------------------- auditing one step
+def _audit_model():
+    model = small_model(seed=2)
+    for name, p in model.named_parameters():  # a small trainable set keeps the noise vectors cheap
+        p.requires_grad_(name.startswith("backbone.body.0") or name.startswith("head.proj"))
+    return model
+
+
+def _noisy_step_mechanism(direction: torch.Tensor, sigma: float, clip: float):
+    """One noisy clipped-sum release, post-processed onto a fixed direction (post-processing keeps DP)."""
+
+    def mechanism(total: torch.Tensor, n: int, generator: torch.Generator) -> torch.Tensor:
+        noisy = add_gaussian_noise(total.expand(n, -1), clip=clip, noise_multiplier=sigma, generator=generator)
+        return (noisy @ direction).unsqueeze(1)
+
+    return mechanism
+
+
+def test_one_noisy_step_audits_below_its_claim_and_double_clipping_is_caught(data):
+    model = _audit_model()
+    clip, sigma, delta = 1e-4, 1.0, 1e-3
+    blur = GaussianBlur(kernel_size=3, sigma=0.6)
+    full = batch_of(model, data, 6)
+    removed = tuple(t[1:] for t in full)
+    replaced = tuple(torch.cat([t[1:], o]) for t, o in zip(full, pose_batch(model, data, torch.tensor([30]))))
+    s_full = private_clipped_sum(model, full, method="feature", clip=clip).flat()
+    s_rem = private_clipped_sum(model, removed, method="feature", clip=clip).flat()
+    s_rep = private_clipped_sum(model, replaced, method="feature", clip=clip).flat()
+    claim_remove = analytic_gaussian_epsilon(sigma * clip, delta, sensitivity=clip)
+    claim_replace = analytic_gaussian_epsilon(sigma * clip, delta, sensitivity=2 * clip)
+    for other, claim in ((s_rem, claim_remove), (s_rep, claim_replace)):
+        u = (other - s_full) / torch.linalg.vector_norm(other - s_full)
+        res = audit(_noisy_step_mechanism(u, sigma, clip), s_full, other, n_samples=40_000, delta=delta,
+                    claimed_epsilon=claim, seed=1)
+        assert res.passed, str(res)
+        assert res.epsilon_lower > 0.3  # the audit has power: the step is not trivially private
+
+    # The public code's bug: raw AND blurred per-sample gradients both enter the clipped sum.
+    def double_clipped(batch):
+        raw = clipped_grad_sum(model, pose_loss, batch, clip=clip).flat()
+        blurred = (blur(batch[0]), *batch[1:])
+        return raw + clipped_grad_sum(model, pose_loss, blurred, clip=clip).flat()
+
+    b_full, b_rem = double_clipped(full), double_clipped(removed)
+    assert float(torch.linalg.vector_norm(b_full - b_rem)) > 1.5 * clip  # sensitivity ~2C, not C
+    u = (b_rem - b_full) / torch.linalg.vector_norm(b_rem - b_full)
+    res = audit(_noisy_step_mechanism(u, sigma, clip), b_full, b_rem, n_samples=40_000, delta=delta,
+                claimed_epsilon=claim_remove, seed=1)
+    assert res.passed is False, str(res)
+    assert res.epsilon_lower > claim_remove
+
+
+# ------------------------------------------------------------------------------------------- trainers
+def _params(model):
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+
+def test_dpsgd_accounting_matches_opacus_and_is_never_zero(data):
+    from opacus.accountants import RDPAccountant
+
+    res = train(small_model(), data, method="dpsgd", epsilon=3.0, delta=1e-5, clip=0.01, epochs=2, batch_size=12,
+                accountant="rdp", device="cpu", log_every=2)
+    assert res.steps == 8 and res.sample_rate == pytest.approx(12 / 48)
+    acc = RDPAccountant()
+    for _ in range(res.steps):
+        acc.step(noise_multiplier=res.noise_multiplier, sample_rate=res.sample_rate)
+    eps = acc.get_epsilon(delta=1e-5)
+    assert res.guarantee.epsilon == pytest.approx(eps, rel=1e-9)
+    assert 3.0 - 0.02 <= res.guarantee.epsilon <= 3.0
+    assert res.guarantee.meets_request and res.guarantee.delta == 1e-5
+    eps_hist = [h["eps_so_far"] for h in res.history]
+    assert [h["step"] for h in res.history] == [2, 4, 6, 8]
+    assert all(e > 0 for e in eps_hist) and eps_hist == sorted(eps_hist)
+    assert eps_hist[-1] == pytest.approx(res.guarantee.epsilon)
+    assert "add/remove" in res.guarantee.neighbouring
+    # a shorter run at the same noise spends less: epsilon follows the steps actually run
+    half = train(small_model(), data, method="dpsgd", noise_multiplier=res.noise_multiplier, epsilon=3.0, delta=1e-5,
+                 clip=0.01, epochs=1, batch_size=12, accountant="rdp", device="cpu")
+    assert half.steps == 4 and half.guarantee.epsilon < res.guarantee.epsilon
+    acc1 = RDPAccountant()
+    for _ in range(half.steps):
+        acc1.step(noise_multiplier=half.noise_multiplier, sample_rate=half.sample_rate)
+    assert half.guarantee.epsilon == pytest.approx(acc1.get_epsilon(delta=1e-5), rel=1e-9)
+
+
+def test_trainers_are_deterministic_for_a_seed(data, public):
+    kw = dict(noise_multiplier=1.0, delta=1e-5, clip=0.01, epochs=1, batch_size=16, accountant="rdp", device="cpu",
+              log_every=3)
+    a = train(None, data, method="feature_projective", public_set=public, k=4, refresh=2, seed=5, **kw)
+    b = train(None, data, method="feature_projective", public_set=public, k=4, refresh=2, seed=5, **kw)
+    c = train(None, data, method="feature_projective", public_set=public, k=4, refresh=2, seed=6, **kw)
+    assert torch.equal(_params(a.model), _params(b.model))
+    assert not torch.equal(_params(a.model), _params(c.model))
+    assert a.history == b.history
+    assert a.noise_multiplier == 1.0 and a.guarantee.epsilon == b.guarantee.epsilon > 0
+    d = train(None, data, method="dpsgd", seed=5, secure=True, **kw)  # OS-entropy noise: not reproducible
+    e = train(None, data, method="dpsgd", seed=5, **kw)
+    assert not torch.equal(_params(d.model), _params(e.model))
+
+
+def test_projected_update_lies_in_the_public_subspace(data, public):
+    model = small_model(seed=3)
+    # one SGD step; a large lr makes the step large next to float32 rounding of the parameters
+    kw = dict(epsilon=2.0, delta=1e-5, clip=0.01, epochs=1, batch_size=48, optimizer="sgd", lr=1e3,
+              accountant="rdp", device="cpu")
+    res = train(model, data, method="projected", public_set=public, k=5, **kw)
+    assert res.steps == 1
+    step = _params(res.model) - _params(model)
+    sub = public_subspace_from_model(model, pose_loss, batch_of(model, public), k=5)
+    norm = float(torch.linalg.vector_norm(step))
+    assert norm > 0
+    assert float(torch.linalg.vector_norm(step - sub.project(step))) <= 1e-4 * norm
+    plain = _params(train(model, data, method="dpsgd", **kw).model) - _params(model)  # unprojected: mostly outside
+    assert float(torch.linalg.vector_norm(plain - sub.project(plain))) >= 0.5 * float(torch.linalg.vector_norm(plain))
+    assert "post-processing" in " ".join(res.guarantee.notes)
+
+
+def test_feature_methods_state_the_feature_level_guarantee(data, public):
+    res = train(small_model(), data, method="feature", noise_multiplier=0.3, epsilon=1.0, delta=1e-5, clip=0.01,
+                epochs=1, batch_size=16, blur=(5, 1.0), accountant="rdp", device="cpu")
+    g = res.guarantee
+    assert "ψ" in g.neighbouring and "labels" in g.neighbouring and "5x5" in g.neighbouring
+    assert "NOT the blurred image" in g.protects
+    assert g.epsilon > 1.0 and not g.meets_request and "NOT met" in str(g)  # too little noise for the request
+    assert "public_loss" in res.history[-1] and math.isfinite(res.history[-1]["public_loss"])
+
+
+def test_nonprivate_training_improves_pckh(data):
+    model = build_pose_model(SIZE, width=8, seed=0)
+    test = make_poseset(32, seed=7)
+    before = evaluate_pckh(model, test).mean
+    res = train(model, data, method="nonprivate", epochs=25, batch_size=16, lr=3e-3, device="cpu", seed=0)
+    after = evaluate_pckh(res.model, test).mean
+    assert after >= before + 25.0, (before, after)
+    assert not res.guarantee.is_meaningful and res.noise_multiplier is None
+    assert torch.equal(_params(model), _params(build_pose_model(SIZE, width=8, seed=0)))  # input not modified
+
+
+def test_trainer_argument_errors(data, public, tmp_path):
+    kw = dict(epsilon=1.0, delta=1e-5, clip=0.01, epochs=1, batch_size=16, accountant="rdp", device="cpu")
+    with pytest.raises(UnknownNameError, match="feature_projective"):
+        train(None, data, method="dp-sgd", **kw)
+    for bad in ({"epsilon": 0.0}, {"epsilon": -1.0}, {"delta": 0.0}, {"delta": 1.0}, {"clip": 0.0}, {"clip": -1}):
+        with pytest.raises(InvalidArgumentError):
+            train(None, data, method="dpsgd", **{**kw, **bad})
+    with pytest.raises(InsufficientDataError):
+        train(None, data, method="projected", k=2, **kw)
+    with pytest.raises(InsufficientDataError):
+        train(None, data, method="projected", k=2, public_set=public.subset(torch.arange(0)), **kw)
+    with pytest.raises(InvalidArgumentError, match="k must lie"):
+        train(None, data, method="projected", k=25, public_set=public, **kw)
+    with pytest.raises(InvalidArgumentError, match="disjoint"):
+        train(None, data, method="projected", k=2, public_set=data.subset(torch.arange(8)), **kw)
+    with pytest.raises(PrivacyBudgetError):
+        train(None, data, method="dpsgd", max_noise_multiplier=0.5, **{**kw, "epsilon": 0.05})
+    with pytest.raises(MissingResourceError):
+        train(None, data, method="nonprivate", warm_start=tmp_path / "none.safetensors", device="cpu")
+    with pytest.raises(InsufficientDataError):
+        train(None, data.subset(torch.arange(0)), method="nonprivate", device="cpu")
