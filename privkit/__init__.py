@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from . import config
 from .device import resolve_device
 from .errors import (
     ConvergenceError,
@@ -23,6 +24,7 @@ from .errors import (
 
 __all__ = [
     "__version__",
+    "config",
     "resolve_device",
     "PrivkitError",
     "InvalidArgumentError",

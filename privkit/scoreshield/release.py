@@ -1,0 +1,477 @@
+"""ScoreShield releases: noisy query-to-gallery scores (regime i) and noisy cosine Gram matrices (regime ii).
+
+Both are Gaussian mechanisms on unit embeddings (PAPERS.md §3.2):
+
+* :func:`release_scores` — ŝ = clip_[−1,1](E q + w), w ~ N(0, σ² I).  Replacing one
+  gallery record changes one coordinate by |(e_i − e'_i)ᵀ q| ≤ 2, so Δ = 2.
+* :func:`release_gram` — Ŝ = Π(E Eᵀ + ½(W + Wᵀ)), W_ij ~ N(0, σ²) i.i.d., with the Frobenius
+  sensitivity Δ = 2√(2(n−1)) under record-level replacement, or an analyst-chosen radius
+  Δ_G under Gram/output-space adjacency, followed by a projection Π onto the correlation
+  matrices (:mod:`privkit.scoreshield.projection`).  Symmetrising and projecting are
+  post-processing.
+
+Honest guarantees.  ``calibration="scoreshield"`` reproduces the paper's noise
+σ = Δ√(2 ln(2/δ))/ε exactly, but that rule is a valid (ε, δ) calibration only for
+ε < 1.  The returned :class:`~privkit.privacy.PrivacyGuarantee` therefore states the
+(ε, δ) that truly holds for the σ used: the requested ε and the exact δ of the
+Gaussian mechanism at that σ (Balle & Wang 2018, :func:`~privkit.privacy.analytic_gaussian_delta`),
+with ``requested_delta`` and a note when the requested δ is not met (ε = 20, δ = 1e-4
+really gives δ ≈ 8.6e-3).  ``calibration="analytic"`` uses the smallest σ that meets the
+request.
+
+Embeddings must have unit L2 norm within :data:`privkit._validate.UNIT_NORM_TOL`
+(1e-4); they are then re-normalised exactly, so that the sensitivity bounds hold for the
+values actually used.  Computation is in float64; results come back in the input's
+dtype on the input's device.  Without a ``generator`` the noise is seeded from the
+operating system's entropy (``make_generator(secure=True)``); pass a seeded generator
+for reproducible notebooks (see the warning on floating-point samplers in
+:mod:`privkit.privacy.samplers`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+from .._validate import check_choice, check_delta, check_epsilon, check_positive, check_tensor, check_unit_norm
+from ..errors import InvalidArgumentError, ShapeError
+from ..privacy import (
+    PrivacyGuarantee,
+    analytic_gaussian_delta,
+    analytic_gaussian_epsilon,
+    gaussian_sigma,
+    make_generator,
+    sample_gaussian,
+)
+from .projection import (
+    NearestCorrelationDiagnostics,
+    clip_to_correlation,
+    correlation_residuals,
+    nearest_correlation,
+)
+
+__all__ = [
+    "ScoreRelease",
+    "GramRelease",
+    "release_scores",
+    "release_gram",
+    "record_sensitivity",
+    "QUERY_SENSITIVITY",
+    "SCORE_NEIGHBOURING",
+    "SCORE_PROTECTS",
+]
+
+Calibration = Literal["scoreshield", "analytic"]
+CALIBRATIONS: tuple[str, ...] = ("scoreshield", "analytic")
+ACCOUNTINGS: tuple[str, ...] = ("joint", "per_query")
+ADJACENCIES: tuple[str, ...] = ("record", "gram")
+PROJECTIONS: tuple[str, ...] = ("nearest", "aap", "clip", "none")
+SOLVERS: tuple[str, ...] = ("newton", "dykstra")
+
+#: ℓ2 sensitivity of one query's score vector under record replacement (PAPERS.md §3.2).
+QUERY_SENSITIVITY = 2.0
+SCORE_NEIGHBOURING = "record-level replacement of one gallery embedding (unit sphere)"
+SCORE_PROTECTS = "each gallery record's embedding"
+GRAM_RECORD_NEIGHBOURING = "record-level replacement of one embedding (unit sphere)"
+GRAM_RECORD_PROTECTS = "each record's embedding"
+
+
+def record_sensitivity(n: int) -> float:
+    """Frobenius sensitivity 2√(2(n−1)) of the n×n cosine Gram under record replacement."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        raise InvalidArgumentError(f"n must be an integer >= 2, got {n!r}")
+    return 2.0 * math.sqrt(2.0 * (n - 1))
+
+
+@dataclass(frozen=True)
+class ScoreRelease:
+    """Result of :func:`release_scores`.
+
+    Attributes:
+        scores: the released scores clip(E q + w) in [−1, 1], shape ``(n,)`` or ``(m, n)``.
+        unclipped: E q + w before clipping (the Gaussian mechanism's own output; clipping is
+            post-processing, so it carries the same guarantee).
+        guarantee: the (ε, δ) that truly holds for the noise used.
+        sigma: noise standard deviation per score.
+        sensitivity: ℓ2 sensitivity per query row (2 for unit embeddings).
+        calibration: ``"scoreshield"`` or ``"analytic"``.
+        accounting: ``"joint"`` (the guarantee covers all m rows together) or ``"per_query"``.
+    """
+
+    scores: torch.Tensor
+    unclipped: torch.Tensor
+    guarantee: PrivacyGuarantee
+    sigma: float
+    sensitivity: float
+    calibration: str
+    accounting: str
+
+
+@dataclass(frozen=True)
+class GramRelease:
+    """Result of :func:`release_gram`.
+
+    Attributes:
+        matrix: the released matrix Π(S + G), shape ``(n, n)`` or ``(B, n, n)``.
+        noisy: the symmetric noisy Gram S + G before projection (itself a DP release).
+        guarantee: the (ε, δ) that truly holds, per collection.
+        sigma: standard deviation of W (diagonal noise σ, off-diagonal σ/√2).
+        sensitivity: Frobenius sensitivity used (2√(2(n−1)) or Δ_G).
+        adjacency: ``"record"`` or ``"gram"``.
+        projection: ``"nearest"``, ``"aap"``, ``"clip"`` or ``"none"``.
+        diagnostics: solver, iterations, eigendecompositions, feasibility residuals and the
+            distance moved from ``noisy`` (functions of the noisy release only).
+    """
+
+    matrix: torch.Tensor
+    noisy: torch.Tensor
+    guarantee: PrivacyGuarantee
+    sigma: float
+    sensitivity: float
+    adjacency: str
+    projection: str
+    diagnostics: NearestCorrelationDiagnostics
+
+
+# ------------------------------------------------------------------------------------------
+# shared helpers
+# ------------------------------------------------------------------------------------------
+
+
+def _unit_rows(name: str, x: torch.Tensor) -> torch.Tensor:
+    check_unit_norm(name, x)
+    x64 = x.detach().to(torch.float64)
+    return x64 / torch.linalg.vector_norm(x64, dim=-1, keepdim=True)
+
+
+def _generator(generator: torch.Generator | None, device: torch.device) -> torch.Generator:
+    if generator is None:
+        return make_generator(secure=True, device=device)
+    if not isinstance(generator, torch.Generator):
+        raise InvalidArgumentError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    return generator
+
+
+def _gaussian_guarantee(
+    *,
+    epsilon: float,
+    delta: float,
+    sigma: float,
+    sensitivity: float,
+    calibration: str,
+    neighbouring: str,
+    protects: str,
+    mechanism: str,
+    extra_notes: tuple[str, ...] = (),
+) -> PrivacyGuarantee:
+    """The exact (ε, δ_true) of a Gaussian mechanism with this σ and Δ, next to the request."""
+    true_delta = analytic_gaussian_delta(epsilon, sigma, sensitivity=sensitivity)
+    notes = list(extra_notes)
+    if calibration == "scoreshield":
+        notes.append(
+            "σ follows the ScoreShield rule σ = Δ·sqrt(2 ln(2/δ))/ε, a valid (ε, δ) calibration only "
+            "for ε < 1; the δ stated is the exact one for this σ (analytic Gaussian mechanism, "
+            "Balle & Wang 2018)"
+        )
+    else:
+        notes.append("σ is the smallest that meets the request (analytic Gaussian mechanism, Balle & Wang 2018)")
+    if true_delta > delta * (1 + 1e-9):
+        eps_at_delta = analytic_gaussian_epsilon(sigma, delta, sensitivity=sensitivity)
+        notes.append(
+            f"the requested δ={delta:.3g} is NOT met at ε={epsilon:g}: the exact δ is {true_delta:.3g}; "
+            f"at δ={delta:.3g} the ε that holds is {eps_at_delta:.4g}"
+        )
+    return PrivacyGuarantee(
+        epsilon=epsilon,
+        delta=true_delta,
+        neighbouring=neighbouring,
+        protects=protects,
+        mechanism=mechanism,
+        requested_epsilon=epsilon,
+        requested_delta=delta,
+        notes=tuple(notes),
+    )
+
+
+# ------------------------------------------------------------------------------------------
+# regime (i): score vectors
+# ------------------------------------------------------------------------------------------
+
+
+def release_scores(
+    query: torch.Tensor,
+    gallery: torch.Tensor,
+    *,
+    epsilon: float,
+    delta: float,
+    calibration: Calibration = "scoreshield",
+    generator: torch.Generator | None = None,
+    sensitivity: float = QUERY_SENSITIVITY,
+    accounting: Literal["joint", "per_query"] = "joint",
+) -> ScoreRelease:
+    """Release the cosine scores of public queries against a private gallery (ScoreShield Algorithm 1).
+
+    ŝ = clip_[−1, 1](E q + w), w ~ N(0, σ² I), with σ from ``calibration`` at the ℓ2
+    sensitivity Δ = 2 of one query's score vector under replacement of one gallery record.
+
+    Args:
+        query: public unit query, shape ``(d,)``, or ``m`` queries ``(m, d)``.
+        gallery: private unit embeddings E, shape ``(n, d)`` (one row per record).
+        epsilon: privacy parameter, > 0.
+        delta: privacy parameter in (0, 1).
+        calibration: ``"scoreshield"`` (the paper's σ = Δ√(2 ln(2/δ))/ε, reproduced exactly;
+            the guarantee then reports the δ that truly holds) or ``"analytic"`` (minimal σ that
+            meets the request).
+        generator: ``torch.Generator`` on the gallery's device; ``None`` seeds from OS entropy.
+        sensitivity: Δ per query row, > 0.  2 is the bound for unit embeddings; a smaller value
+            (the paper's domain-restricted 1.5) is valid only under a public, enforced score
+            domain restriction, and the guarantee notes it.
+        accounting: for ``m > 1`` queries, ``"joint"`` calibrates σ so that the whole (m, n)
+            release meets the request (Gaussian composition: sensitivity Δ√m), ``"per_query"``
+            calibrates each row on its own, as the paper does; the guarantee is then per row and
+            its notes state the exact δ of the m rows together.
+
+    Returns:
+        A :class:`ScoreRelease` (scores in the gallery's dtype and device).
+
+    Raises:
+        NotUnitNormError: rows off the unit sphere by more than ``UNIT_NORM_TOL``.
+        ShapeError: wrong ranks, or query/gallery dimensions that differ.
+        InvalidArgumentError: non-finite values, bad ε/δ/sensitivity, mismatched devices.
+        UnknownNameError: unknown ``calibration`` or ``accounting``.
+    """
+    eps = check_epsilon(epsilon)
+    dlt = check_delta(delta)
+    check_choice("calibration", calibration, CALIBRATIONS)
+    check_choice("accounting", accounting, ACCOUNTINGS)
+    sens = check_positive("sensitivity", sensitivity)
+    check_tensor("gallery", gallery, ndim=2, floating=True)
+    check_tensor("query", query, ndim=(1, 2), floating=True)
+    if query.shape[-1] != gallery.shape[-1]:
+        raise ShapeError(
+            f"query and gallery must have the same embedding dimension, got {query.shape[-1]} and {gallery.shape[-1]}"
+        )
+    if gallery.shape[0] < 1:
+        raise ShapeError("gallery must hold at least one record")
+    if query.device != gallery.device:
+        raise InvalidArgumentError(f"query is on {query.device} but gallery is on {gallery.device}; use one device")
+    E = _unit_rows("gallery", gallery)
+    q = _unit_rows("query", query)
+    single = q.ndim == 1
+    Q = q.unsqueeze(0) if single else q
+    m, n = Q.shape[0], E.shape[0]
+    joint_sens = sens * math.sqrt(m) if accounting == "joint" else sens
+    sigma = gaussian_sigma(eps, dlt, sensitivity=joint_sens, method=calibration)
+    gen = _generator(generator, gallery.device)
+    s = Q @ E.T
+    noise = sample_gaussian((m, n), sigma=sigma, generator=gen, device=gallery.device, dtype=torch.float64)
+    unclipped = s + noise
+    released = unclipped.clamp(-1.0, 1.0)
+
+    notes: list[str] = []
+    neighbouring = SCORE_NEIGHBOURING
+    if accounting == "per_query" and m > 1:
+        neighbouring += "; the guarantee holds for each query row separately"
+        joint_delta = analytic_gaussian_delta(eps, sigma, sensitivity=sens * math.sqrt(m))
+        notes.append(
+            f"the {m} query rows released together are (ε={eps:g}, δ={joint_delta:.3g})-DP "
+            f"(Gaussian composition, sensitivity Δ√m = {sens * math.sqrt(m):.4g})"
+        )
+    elif m > 1:
+        notes.append(f"one guarantee for all {m} query rows together (sensitivity Δ√m = {joint_sens:.4g})")
+    if sens < QUERY_SENSITIVITY:
+        notes.append(
+            f"Δ={sens:g} < 2 holds only if every admissible score is >= {1 - sens:g}, a public and enforced "
+            "domain restriction (ScoreShield's domain-restricted sensitivity); without it the guarantee is weaker"
+        )
+    guarantee = _gaussian_guarantee(
+        epsilon=eps,
+        delta=dlt,
+        sigma=sigma,
+        sensitivity=joint_sens,
+        calibration=calibration,
+        neighbouring=neighbouring,
+        protects=SCORE_PROTECTS,
+        mechanism=(
+            f"Gaussian mechanism on cosine scores (σ={sigma:.4g}, Δ={sens:g} per query, {calibration} "
+            "calibration), then clipping to [-1, 1]"
+        ),
+        extra_notes=tuple(notes),
+    )
+    out_dtype = gallery.dtype
+
+    def shape(x: torch.Tensor) -> torch.Tensor:
+        x = x[0] if single else x
+        return x.to(out_dtype)
+
+    return ScoreRelease(
+        scores=shape(released),
+        unclipped=shape(unclipped),
+        guarantee=guarantee,
+        sigma=sigma,
+        sensitivity=sens,
+        calibration=calibration,
+        accounting=accounting,
+    )
+
+
+# ------------------------------------------------------------------------------------------
+# regime (ii): Gram matrices
+# ------------------------------------------------------------------------------------------
+
+
+def release_gram(
+    embeddings: torch.Tensor,
+    *,
+    epsilon: float,
+    delta: float,
+    adjacency: Literal["record", "gram"] = "record",
+    delta_g: float | None = None,
+    projection: Literal["nearest", "aap", "clip", "none"] = "nearest",
+    calibration: Calibration = "scoreshield",
+    generator: torch.Generator | None = None,
+    solver: Literal["newton", "dykstra"] = "newton",
+    tol: float = 1e-7,
+    max_iter: int | None = None,
+    verify: bool = True,
+) -> GramRelease:
+    """Release a private cosine Gram matrix (ScoreShield Algorithms 2, 3, 5, 6).
+
+    S' = E Eᵀ + ½(W + Wᵀ), W_ij ~ N(0, σ²) i.i.d. (so G_ii ~ N(0, σ²), G_ij ~ N(0, σ²/2)),
+    then a projection onto the correlation matrices.
+
+    Args:
+        embeddings: private unit embeddings E, shape ``(n, d)`` with n >= 2, or a batch
+            ``(B, n, d)`` of independent collections (each released with independent noise and
+            the same per-collection guarantee).
+        epsilon: privacy parameter, > 0.
+        delta: privacy parameter in (0, 1).
+        adjacency: ``"record"`` (replacement of one embedding; Δ = 2√(2(n−1))) or ``"gram"``
+            (Gram/output-space adjacency ‖S − S'‖_F ≤ Δ_G; ``delta_g`` required).  The paper's
+            regime-(ii) experiments (Δ ∈ {0.5, 1, 2}) are Gram adjacency, not record-level privacy.
+        delta_g: the radius Δ_G > 0 for ``adjacency="gram"`` (must be None for ``"record"``).
+        projection: ``"nearest"`` (exact nearest correlation matrix, by ``solver``), ``"aap"``
+            (the paper's Algorithm 3, at most ``max_iter`` = 500 sweeps, feasible but not nearest),
+            ``"clip"`` (one eigendecomposition: clip negative eigenvalues and rescale the
+            diagonal — AAP's final step alone) or ``"none"`` (the symmetric noisy matrix).
+        calibration: ``"scoreshield"`` (the paper's σ; true δ reported) or ``"analytic"``.
+        generator: ``torch.Generator`` on the embeddings' device; ``None`` seeds from OS entropy.
+        solver: ``"newton"`` (Qi–Sun, default) or ``"dykstra"`` for ``projection="nearest"``.
+        tol: solver tolerance (see :func:`~privkit.scoreshield.nearest_correlation`).
+        max_iter: solver iteration limit (default per method; 500 for AAP as in the paper).
+        verify: compute the released matrix's minimum eigenvalue for the diagnostics (one extra
+            ``eigvalsh`` per matrix); ``False`` leaves ``diagnostics.min_eigenvalue`` as None.
+
+    Returns:
+        A :class:`GramRelease`.  ``projection="aap"`` returns its feasible output even when the
+        iteration cap is reached first (as the paper does; ``diagnostics.converged`` says so);
+        the nearest-point solvers raise :class:`~privkit.errors.ConvergenceError` instead.
+
+    Raises:
+        NotUnitNormError, ShapeError, InvalidArgumentError, UnknownNameError: bad inputs.
+    """
+    eps = check_epsilon(epsilon)
+    dlt = check_delta(delta)
+    check_choice("adjacency", adjacency, ADJACENCIES)
+    check_choice("projection", projection, PROJECTIONS)
+    check_choice("calibration", calibration, CALIBRATIONS)
+    check_choice("solver", solver, SOLVERS)
+    check_tensor("embeddings", embeddings, ndim=(2, 3), floating=True)
+    n = embeddings.shape[-2]
+    if n < 2:
+        raise ShapeError(f"embeddings must hold at least 2 records (shape (..., n, d) with n >= 2), got {n}")
+    E = _unit_rows("embeddings", embeddings)
+    single = E.ndim == 2
+    if single:
+        E = E.unsqueeze(0)
+    B = E.shape[0]
+
+    d_record = record_sensitivity(n)
+    if adjacency == "record":
+        if delta_g is not None:
+            raise InvalidArgumentError("delta_g is only used with adjacency='gram'; leave it None for 'record'")
+        sens = d_record
+        neighbouring = GRAM_RECORD_NEIGHBOURING
+        protects = GRAM_RECORD_PROTECTS
+        notes: tuple[str, ...] = (f"Frobenius sensitivity 2·sqrt(2(n−1)) = {d_record:.4g} for n = {n}",)
+    else:
+        if delta_g is None:
+            raise InvalidArgumentError("adjacency='gram' needs delta_g, the Gram adjacency radius Δ_G > 0")
+        sens = check_positive("delta_g", delta_g)
+        covers = sens >= d_record * (1 - 1e-12)
+        neighbouring = (
+            f"Gram/output-space adjacency with radius Δ_G = {sens:g} (||S − S'||_F ≤ Δ_G) — "
+            + (
+                f"this radius is ≥ 2√(2(n−1)) = {d_record:.4g}, so it also covers record-level replacement"
+                if covers
+                else f"NOT record-level privacy unless Δ_G ≥ 2√(2(n−1)) = {d_record:.4g}"
+            )
+        )
+        protects = (
+            "each record's embedding" if covers else f"Gram matrices within Frobenius distance {sens:g} of each other"
+        )
+        notes = () if covers else (
+            f"Δ_G = {sens:g} < {d_record:.4g}: replacing one record can move the Gram matrix further than Δ_G, "
+            "so single records are NOT protected at the stated (ε, δ)",
+        )
+
+    sigma = gaussian_sigma(eps, dlt, sensitivity=sens, method=calibration)
+    gen = _generator(generator, embeddings.device)
+    S = E @ E.transpose(-1, -2)
+    W = sample_gaussian((B, n, n), sigma=sigma, generator=gen, device=embeddings.device, dtype=torch.float64)
+    noisy = S + 0.5 * (W + W.transpose(-1, -2))
+
+    if projection == "none":
+        X = noisy
+        diagnostics = NearestCorrelationDiagnostics(
+            method="none", converged=True, iterations=0, eigendecompositions=0,
+            max_diag_error=float((torch.diagonal(noisy, dim1=-2, dim2=-1) - 1).abs().max()),
+            min_eigenvalue=correlation_residuals(noisy)["min_eigenvalue"] if verify else None,
+            distance=0.0, batch_size=B,
+        )
+    elif projection == "clip":
+        X, diagnostics = clip_to_correlation(noisy, return_diagnostics=True, verify=verify)
+    else:
+        method = solver if projection == "nearest" else "aap"
+        X, diagnostics = nearest_correlation(
+            noisy, method=method, tol=tol, max_iter=max_iter, return_diagnostics=True,
+            raise_on_max_iter=(projection == "nearest"), verify=verify,
+        )
+
+    proj_text = {
+        "nearest": f"nearest correlation matrix ({solver})",
+        "aap": "averaged alternating projections (ScoreShield Algorithm 3)",
+        "clip": "eigenvalue clipping + unit-diagonal rescale",
+        "none": "no projection",
+    }[projection]
+    guarantee = _gaussian_guarantee(
+        epsilon=eps,
+        delta=dlt,
+        sigma=sigma,
+        sensitivity=sens,
+        calibration=calibration,
+        neighbouring=neighbouring,
+        protects=protects,
+        mechanism=(
+            f"symmetric Gaussian mechanism on the cosine Gram (σ={sigma:.4g}, Frobenius Δ={sens:.4g}, "
+            f"{calibration} calibration), then {proj_text} (post-processing)"
+        ),
+        extra_notes=notes + ((f"{B} collections, each with independent noise; the guarantee is per collection",)
+                             if B > 1 else ()),
+    )
+    out_dtype = embeddings.dtype
+    if single:
+        X, noisy = X[0], noisy[0]
+    return GramRelease(
+        matrix=X.to(out_dtype),
+        noisy=noisy.to(out_dtype),
+        guarantee=guarantee,
+        sigma=sigma,
+        sensitivity=sens,
+        adjacency=adjacency,
+        projection=projection,
+        diagnostics=diagnostics,
+    )

@@ -1,0 +1,125 @@
+"""The ScoreShield notebook's experiment functions (privkit.scoreshield.experiments)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from privkit.errors import InsufficientDataError, NotUnitNormError
+from privkit.scoreshield import experiments as X
+from privkit.scoreshield import synthetic_score_families
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def clusters(k=4, per=10, d=16, spread=0.2, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    y = torch.arange(k).repeat_interleave(per)
+    c = torch.nn.functional.normalize(torch.randn(k, d, generator=g, dtype=torch.float64), dim=1)
+    e = torch.nn.functional.normalize(c[y] + spread * torch.randn(k * per, d, generator=g, dtype=torch.float64), dim=1)
+    return e, y
+
+
+def test_calibration_table_flags_the_papers_large_epsilons():
+    t = X.calibration_table([0.5, 20.0, 100.0], [1e-4])
+    assert list(t.paper_sigma_valid) == [True, False, False]
+    assert t.true_delta_at_paper_sigma.iloc[1] == pytest.approx(8.63e-3, rel=0.01)
+    assert (t.sigma_analytic.iloc[1:] > t.sigma_paper.iloc[1:]).all()
+
+
+def test_error_scaling_projection_beats_naive_and_naive_matches_theory():
+    e, _ = clusters(k=8, per=20)
+    df = X.error_scaling(e, [8, 32], epsilon=1.0, delta=1e-5, repeats=2, seed=0)
+    m = df.groupby(["regime", "adjacency", "n"])[["naive", "projected", "theory_naive"]].mean()
+    assert (m.projected < m.naive).all()
+    ratio = (m.naive / m.theory_naive)
+    assert ((ratio > 0.4) & (ratio < 2.5)).all()  # a few draws of a chi-square with many degrees of freedom
+    with pytest.raises(InsufficientDataError):
+        X.error_scaling(e, [1000], epsilon=1.0, delta=1e-5)
+
+
+def test_verification_pairs_and_cv_accuracy():
+    e, y = clusters(k=5, per=4, spread=0.05)
+    p = X.verification_pairs(e, y)
+    assert int(p["label"].sum()) == 5 * 6 and len(p["label"]) == 20 * 19 // 2
+    assert X.cv_accuracy(p["score"], p["label"]) == pytest.approx(1.0)
+    sub = X.verification_pairs(e, y, max_impostors=50)
+    assert int((sub["label"] == 0).sum()) == 50
+    with pytest.raises(NotUnitNormError):
+        X.verification_pairs(e * 2, y)
+    with pytest.raises(InsufficientDataError):
+        X.verification_pairs(e[:5], torch.arange(5))
+
+
+def test_dp_verification_degrades_with_noise_and_recalibration_restores_far():
+    e, y = clusters(k=20, per=6, spread=0.15, seed=1)
+    p = X.verification_pairs(e, y)
+    df = X.dp_verification(p, epsilons=[20.0, 1000.0], delta=1e-4, fars=(1e-2,), repeats=1, seed=0)
+    acc = df.set_index("epsilon").accuracy
+    assert acc["clean"] >= acc["1000"] - 2.0 and acc["1000"] > acc["20"] + 5.0  # CV accuracy has a little noise
+    r = df.set_index("epsilon").loc["1000"]
+    assert r["far@0.01 recal"] <= 0.01 and bool(r["attainable@0.01"])
+    assert df.set_index("epsilon").loc["20", "true_delta"] > 1e-4  # the paper's sigma misses its delta at eps=20
+
+
+def test_operating_points_gaussian_offset_matches_closed_form():
+    fam = {"gaussian": synthetic_score_families(100_000, seed=0)["gaussian"]}
+    ops = X.operating_points(fam, epsilons=[60.0], deltas=[1e-5], alphas=[1e-2], seed=0)
+    r = ops.iloc[0]
+    assert bool(r.attainable) and r.fmr_recal <= 1e-2
+    from privkit.scoreshield import gaussian_offset
+
+    assert r.offset == pytest.approx(gaussian_offset(r.tau_clean, r.sigma, 0.2), abs=0.01)
+
+
+def test_gram_metrics_on_clean_clusters():
+    e, y = clusters(k=3, per=10, spread=0.05)
+    S = e @ e.T
+    assert X.recall_at_1(S, y) == 1.0
+    assert X.pair_auc(S, y) == pytest.approx(1.0)
+    assert X.spectral_nmi(S, y) > 0.95
+
+
+def test_gram_analytics_rows_and_clean_reference():
+    e, y = clusters(k=3, per=10, spread=0.1)
+    df = X.gram_analytics({"toy": (e, y)}, n=24, epsilons=[1e4], delta=1e-5, delta_gs=[1.0],
+                          projections=("none", "clip", "nearest"), repeats=1, seed=0)
+    assert set(df.method) == {"clean", "none", "clip", "nearest"}
+    v = df[df.metric == "recall@1"].groupby("method").value.mean()
+    assert v["nearest"] >= 0.9  # tiny noise: utility kept
+    with pytest.raises(InsufficientDataError):
+        X.gram_analytics({"toy": (e, y)}, n=100, epsilons=[1.0], delta=1e-5, delta_gs=[1.0])
+
+
+def test_recommender_clean_beats_heavy_noise_naive():
+    tr, te = X.synthetic_ratings(60, 120, density=0.2, seed=0)
+    assert not bool(((tr > 0) & (te > 0)).any())
+    df = X.recommender_study(tr, te, epsilons=[0.01], delta=1e-5, delta_gs=[2.0], projections=("none", "nearest"),
+                             repeats=1, k=10, seed=0)
+    clean = df[df.method == "clean"].rmse.iloc[0]
+    assert 0.3 < clean < 1.5
+    assert math.isfinite(df[df.method == "nearest"].rmse.iloc[0])
+
+
+def test_solver_comparison_newton_is_nearest():
+    df = X.solver_comparison([30], seed=0)
+    assert set(df.method) == {"newton", "dykstra", "aap", "clip"}
+    newton = df[df.method == "newton"].iloc[0]
+    assert newton.excess_distance_rel <= 1e-6 and newton.min_eigenvalue > -1e-8 and newton.max_diag_error < 1e-8
+    assert (df[df.method.isin(["aap", "clip"])].excess_distance_rel > 1e-6).all()
+
+
+def test_audits_pass_correct_and_catch_broken_releases():
+    assert X.audit_score_release(epsilon=1.0, delta=1e-5, n_samples=100_000, seed=0).passed
+    assert not X.audit_score_release(epsilon=1.0, delta=1e-5, sensitivity=1.0, n_samples=100_000, seed=0).passed
+    assert X.audit_gram_release(epsilon=1.0, delta=1e-5, n_samples=100_000, seed=0).passed
+    half = X.record_sensitivity(5) / 2
+    assert not X.audit_gram_release(epsilon=1.0, delta=1e-5, delta_g=half, n_samples=100_000, seed=0).passed
