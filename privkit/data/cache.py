@@ -46,8 +46,23 @@ __all__ = [
     "DEFAULT_CACHE_DIR",
 ]
 
+def _default_cache_dir() -> str:
+    """``$PRIVKIT_CACHE_DIR``, else ``build/cache`` of the checkout privkit runs from, else ``./build/cache``.
+
+    Anchoring on the checkout keeps one cache whatever folder a notebook runs in (papermill runs in the
+    repository root, nbval in the notebook's folder).
+    """
+    env = os.environ.get("PRIVKIT_CACHE_DIR")
+    if env:
+        return env
+    root = Path(__file__).resolve().parents[2]
+    if (root / "pyproject.toml").is_file() and (root / "privkit").is_dir():
+        return str(root / "build" / "cache")
+    return "build/cache"
+
+
 #: Where notebooks keep their caches (git-ignored, deleted by ``make clean``).
-DEFAULT_CACHE_DIR = "build/cache"
+DEFAULT_CACHE_DIR = _default_cache_dir()
 
 _PREFIX = "emb-"
 _TENSOR_NAME = "embeddings"
