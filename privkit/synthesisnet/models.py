@@ -1,0 +1,400 @@
+"""SynthesisNet's networks: identity/attribute encoders, decoder, generator and discriminator.
+
+The SynthesisNet paper (Shen, Wang, Tian, Cui; full text not obtained) names an autoencoder whose encoders
+``Enc_id`` and ``Enc_att`` split a face into an identity latent and an attribute latent, a decoder ``Dec``, and a
+DCGAN whose discriminator shares its trunk with an auxiliary attribute classifier (separate last layers), with
+instance normalisation, ReLU in the generator and LeakyReLU in the discriminator. Everything below that the
+paper's summary does not state is **privkit's choice** (standard DCGAN / ACGAN / pix2pix practice, as listed in
+``papers/PAPERS.md`` §4.1):
+
+* Encoders (:class:`IdentityEncoder`, :class:`AttributeEncoder`): two separate convolutional trunks of
+  ``Conv 4x4 / stride 2 / padding 1`` layers taking the ``S x S`` image down to ``4 x 4`` (``log2(S/4)`` layers),
+  channels ``width * 2**i`` capped at ``8 * width``, InstanceNorm (affine) + LeakyReLU(0.2), no norm on the first
+  layer, then a linear head. At ``S = 128, width = 64`` this is the 3 -> 64 -> 128 -> 256 -> 512 -> 512 trunk of
+  PAPERS.md.
+* Both latents live on spheres: ``z_id`` on the sphere of radius ``id_radius`` (the clip norm of the metric-DP
+  mechanism, so that clipping is a no-op for encoder outputs and the noisy latent can be projected back onto the
+  same sphere, see :mod:`privkit.synthesisnet.privatize`), ``z_att`` on the sphere of radius ``att_radius``.
+* Decoder / generator (:class:`Decoder`, :class:`Generator`, same architecture): the two latents are rescaled to
+  unit size per coordinate (divided by ``radius / sqrt(dim)``; a fixed constant, so the networks see inputs of
+  order 1 whatever the radius), concatenated, mapped by a linear layer to ``4 x 4 x C`` (ReLU), then
+  ``ConvTranspose 4x4 / stride 2`` layers with channels ``width * 2**(n-1-j)`` capped at ``16 * width``
+  (InstanceNorm + ReLU) up to ``S x S x 3`` with a ``tanh`` output (images in ``[-1, 1]``). At
+  ``S = 128, width = 64``: 1024 -> 512 -> 256 -> 128 -> 64 -> 3, as in PAPERS.md.
+* :class:`Discriminator`: the encoder trunk with channels capped at ``16 * width`` (3 -> 64 -> ... -> 1024 at
+  paper scale) shared by two heads, each a separate ``Conv 4x4`` on the ``4 x 4`` map: one real/fake logit and
+  (optionally) the auxiliary classifier's logits for every attribute. Its convolutions are spectrally normalised
+  by default (``norm="spectral"``, no InstanceNorm; Miyato et al. 2018) or InstanceNorm-ed (``norm="instance"``).
+* Autoencoder heads: :class:`CosineClassifier` (identity from ``z_id``), :class:`MultiHeadClassifier`
+  (attributes from ``z_att``) and an MLP adversary that tries to recover identity from ``z_att`` through a
+  :func:`grad_reverse` layer (Ganin & Lempitsky's gradient reversal), which pushes identity out of ``z_att``.
+* Weights are initialised from ``N(0, 0.02)`` (InstanceNorm scales from ``N(1, 0.02)``, biases 0) with an explicit
+  ``torch.Generator`` (:func:`init_weights`).
+
+The paper's names are kept as aliases: ``Enc_id``, ``Enc_att``, ``Dec``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .._validate import check_choice, check_int, check_positive
+from ..errors import InvalidArgumentError
+
+__all__ = [
+    "ENCODER_MAX_MULT",
+    "GENERATOR_MAX_MULT",
+    "DISCRIMINATOR_MAX_MULT",
+    "check_image_size",
+    "IdentityEncoder",
+    "AttributeEncoder",
+    "Decoder",
+    "Generator",
+    "Discriminator",
+    "DISCRIMINATOR_NORMS",
+    "SpectralNormConv2d",
+    "CosineClassifier",
+    "MultiHeadClassifier",
+    "IdentityAdversary",
+    "grad_reverse",
+    "init_weights",
+    "project_to_sphere",
+    "Enc_id",
+    "Enc_att",
+    "Dec",
+]
+
+#: Channel caps (multiples of ``width``): the encoders stop at 8x (512 at width 64), the generator and the
+#: discriminator at 16x (1024 at width 64), as in PAPERS.md §4.1.
+ENCODER_MAX_MULT = 8
+GENERATOR_MAX_MULT = 16
+DISCRIMINATOR_MAX_MULT = 16
+
+
+def check_image_size(image_size: int) -> int:
+    """Image side: a power of two in ``[16, 1024]`` (the networks halve/double it down to/up from 4x4)."""
+    s = check_int("image_size", image_size, minimum=16, maximum=1024)
+    if s & (s - 1):
+        raise InvalidArgumentError(f"image_size must be a power of two in [16, 1024] (e.g. 64, 128), got {s}")
+    return s
+
+
+def _n_levels(image_size: int) -> int:
+    return int(round(math.log2(check_image_size(image_size) // 4)))
+
+
+def project_to_sphere(z: torch.Tensor, radius: float) -> torch.Tensor:
+    """Rows of ``z`` rescaled to norm ``radius`` (an all-zero row becomes ``radius * e_1``)."""
+    norms = torch.linalg.vector_norm(z, dim=1, keepdim=True)
+    out = z * (radius / norms.clamp_min(torch.finfo(z.dtype).tiny))
+    zero = norms.squeeze(1) == 0
+    if bool(zero.any()):
+        out = out.clone()
+        out[zero] = 0.0
+        out[zero, 0] = radius
+    return out
+
+
+class SpectralNormConv2d(nn.Conv2d):
+    """``Conv2d`` whose weight is divided by its largest singular value (Miyato et al. 2018).
+
+    The singular value is estimated by power iteration on the ``(out, in * k * k)`` weight matrix, one step per
+    forward pass in training mode, with the left singular vector kept in the buffer ``u`` (initialised by
+    :func:`init_weights` from an explicit generator, so training is reproducible without the global RNG).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.register_buffer("u", torch.full((self.out_channels,), self.out_channels ** -0.5))
+
+    @torch.no_grad()
+    def power_iterations(self, steps: int) -> None:
+        """Refine the singular-vector estimate ``u`` by ``steps`` power-iteration steps (no weight change)."""
+        w = self.weight.flatten(1)
+        for _ in range(steps):
+            v = F.normalize(w.T @ self.u, dim=0, eps=1e-12)
+            self.u.copy_(F.normalize(w @ v, dim=0, eps=1e-12))
+
+    def normalized_weight(self) -> torch.Tensor:
+        w = self.weight.flatten(1)
+        with torch.no_grad():
+            u = self.u
+            v = F.normalize(w.T @ u, dim=0, eps=1e-12)
+            if self.training:
+                u = F.normalize(w @ v, dim=0, eps=1e-12)
+                v = F.normalize(w.T @ u, dim=0, eps=1e-12)
+                self.u.copy_(u)
+                u = u.clone()
+        sigma = torch.dot(u, w @ v)
+        return self.weight / sigma.clamp_min(1e-12)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self._conv_forward(x, self.normalized_weight(), self.bias)
+
+
+DiscriminatorNorm = Literal["spectral", "instance"]
+DISCRIMINATOR_NORMS: tuple[str, ...] = ("spectral", "instance")
+
+
+class _ConvTrunk(nn.Module):
+    """``Conv 4x4 / s2`` layers from ``S x S x 3`` to ``4 x 4 x C`` with LeakyReLU(0.2).
+
+    ``norm="instance"``: InstanceNorm (affine) from layer 2 on; ``norm="spectral"``: spectrally normalised convs
+    and no InstanceNorm.
+    """
+
+    def __init__(self, image_size: int, width: int, max_mult: int, norm: str = "instance"):
+        super().__init__()
+        check_choice("norm", norm, DISCRIMINATOR_NORMS)
+        n = _n_levels(image_size)
+        layers: list[nn.Module] = []
+        c_in = 3
+        for i in range(n):
+            c_out = width * min(2**i, max_mult)
+            if norm == "spectral":
+                layers.append(SpectralNormConv2d(c_in, c_out, 4, stride=2, padding=1))
+            else:
+                layers.append(nn.Conv2d(c_in, c_out, 4, stride=2, padding=1, bias=i == 0))
+                if i > 0:
+                    layers.append(nn.InstanceNorm2d(c_out, affine=True))
+            layers.append(nn.LeakyReLU(0.2, inplace=True))
+            c_in = c_out
+        self.net = nn.Sequential(*layers)
+        self.out_channels = c_in
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+class _SphereEncoder(nn.Module):
+    def __init__(self, *, image_size: int, width: int, dim: int, radius: float):
+        super().__init__()
+        self.image_size = check_image_size(image_size)
+        self.width = check_int("width", width, minimum=1)
+        self.dim = check_int("dim", dim, minimum=1)
+        self.radius = check_positive("radius", radius)
+        self.trunk = _ConvTrunk(self.image_size, self.width, ENCODER_MAX_MULT)
+        self.head = nn.Linear(self.trunk.out_channels * 16, self.dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Images in ``[-1, 1]``, shape ``(N, 3, S, S)`` -> latents ``(N, dim)`` of norm ``radius``."""
+        h = self.trunk(x).flatten(1)
+        return project_to_sphere(self.head(h), self.radius)
+
+
+class IdentityEncoder(_SphereEncoder):
+    """``Enc_id``: image -> identity latent ``z_id`` on the sphere of radius ``radius`` (the clip norm).
+
+    Args:
+        image_size: image side ``S`` (power of two, 16..1024).
+        width: channels of the first layer.
+        dim: identity latent size ``d_id``.
+        radius: norm of every ``z_id``.
+    """
+
+
+class AttributeEncoder(_SphereEncoder):
+    """``Enc_att``: image -> attribute latent ``z_att`` on the sphere of radius ``radius``.
+
+    Args:
+        image_size: image side ``S`` (power of two, 16..1024).
+        width: channels of the first layer.
+        dim: attribute latent size ``d_att``.
+        radius: norm of every ``z_att``.
+    """
+
+
+class Decoder(nn.Module):
+    """``Dec``: ``(z_id, z_att)`` -> image in ``[-1, 1]`` (DCGAN generator: linear, ConvTranspose, IN + ReLU, tanh).
+
+    Args:
+        image_size: output side ``S``.
+        width: channels of the last hidden layer (the first hidden layer has ``width * 2**(n-1)``, capped at
+            ``16 * width``).
+        id_dim, att_dim: latent sizes.
+        id_radius, att_radius: the latents' norms; inputs are divided by ``radius / sqrt(dim)`` so that each
+            coordinate is of order 1.
+    """
+
+    def __init__(self, *, image_size: int, width: int, id_dim: int, att_dim: int, id_radius: float,
+                 att_radius: float):
+        super().__init__()
+        self.image_size = check_image_size(image_size)
+        self.width = check_int("width", width, minimum=1)
+        self.id_dim = check_int("id_dim", id_dim, minimum=1)
+        self.att_dim = check_int("att_dim", att_dim, minimum=1)
+        self.id_scale = check_positive("id_radius", id_radius) / math.sqrt(self.id_dim)
+        self.att_scale = check_positive("att_radius", att_radius) / math.sqrt(self.att_dim)
+        n = _n_levels(self.image_size)
+        chans = [self.width * min(2 ** (n - 1 - j), GENERATOR_MAX_MULT) for j in range(n)]
+        self.top_channels = chans[0]
+        self.fc = nn.Linear(self.id_dim + self.att_dim, chans[0] * 16)
+        layers: list[nn.Module] = []
+        for j in range(n):
+            c_in = chans[j]
+            if j < n - 1:
+                c_out = chans[j + 1]
+                layers += [nn.ConvTranspose2d(c_in, c_out, 4, stride=2, padding=1, bias=False),
+                           nn.InstanceNorm2d(c_out, affine=True), nn.ReLU(inplace=True)]
+            else:
+                layers += [nn.ConvTranspose2d(c_in, 3, 4, stride=2, padding=1), nn.Tanh()]
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, z_id: torch.Tensor, z_att: torch.Tensor) -> torch.Tensor:
+        """``(N, id_dim)``, ``(N, att_dim)`` -> ``(N, 3, S, S)`` in ``[-1, 1]``."""
+        z = torch.cat([z_id / self.id_scale, z_att / self.att_scale], dim=1)
+        h = F.relu(self.fc(z)).view(z.shape[0], self.top_channels, 4, 4)
+        return self.net(h)
+
+
+class Generator(Decoder):
+    """The DCGAN generator ``G(z~_id, z_att)``: same architecture as :class:`Decoder` (and by default initialised
+    from the trained decoder, privkit's choice to shorten GAN training)."""
+
+
+class Discriminator(nn.Module):
+    """DCGAN discriminator whose trunk is shared with an auxiliary attribute classifier (separate last layers).
+
+    Args:
+        image_size: input side ``S``.
+        width: channels of the first layer.
+        n_classes: number of classes of every attribute the auxiliary classifier predicts; empty for none (the
+            FaceDCGAN-like ablation).
+        norm: ``"spectral"`` (spectrally normalised convolutions, no InstanceNorm; privkit's default, see
+            :class:`~privkit.synthesisnet.SynthesisNetConfig`) or ``"instance"`` (InstanceNorm from layer 2, as
+            PAPERS.md lists).
+
+    ``forward`` returns ``(logit, class_logits)``: the real/fake logits ``(N,)`` and a list with one ``(N, k_a)``
+    tensor per attribute (empty list without auxiliary classifier).
+    """
+
+    def __init__(self, *, image_size: int, width: int, n_classes: Sequence[int] = (),
+                 norm: DiscriminatorNorm = "spectral"):
+        super().__init__()
+        self.image_size = check_image_size(image_size)
+        self.width = check_int("width", width, minimum=1)
+        self.n_classes = [check_int("n_classes", k, minimum=2) for k in n_classes]
+        self.norm = check_choice("norm", norm, DISCRIMINATOR_NORMS)
+        self.trunk = _ConvTrunk(self.image_size, self.width, DISCRIMINATOR_MAX_MULT, self.norm)
+        c = self.trunk.out_channels
+        conv = SpectralNormConv2d if self.norm == "spectral" else nn.Conv2d
+        self.adv_head = conv(c, 1, 4, stride=1, padding=0)
+        self.cls_head = conv(c, sum(self.n_classes), 4, stride=1, padding=0) if self.n_classes else None
+
+    @property
+    def has_classifier(self) -> bool:
+        return self.cls_head is not None
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        h = self.trunk(x)
+        logit = self.adv_head(h).flatten()
+        if self.cls_head is None:
+            return logit, []
+        return logit, list(torch.split(self.cls_head(h).flatten(1), self.n_classes, dim=1))
+
+
+class CosineClassifier(nn.Module):
+    """``scale * cos(z, w_k)`` logits over ``n_classes`` (identity from ``z_id``; scale-free in ``z``)."""
+
+    def __init__(self, in_dim: int, n_classes: int, *, scale: float = 16.0):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(check_int("n_classes", n_classes, minimum=1),
+                                               check_int("in_dim", in_dim, minimum=1)))
+        self.scale = check_positive("scale", scale)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return self.scale * F.normalize(z, dim=1) @ F.normalize(self.weight, dim=1).T
+
+
+class MultiHeadClassifier(nn.Module):
+    """Linear logits for several categorical attributes; ``forward`` returns one tensor per attribute.
+
+    The input is divided by ``input_scale`` (the latent radius over ``sqrt(dim)``) so coordinates are of order 1.
+    """
+
+    def __init__(self, in_dim: int, n_classes: Sequence[int], *, input_scale: float = 1.0):
+        super().__init__()
+        self.n_classes = [check_int("n_classes", k, minimum=2) for k in n_classes]
+        self.input_scale = check_positive("input_scale", input_scale)
+        self.linear = nn.Linear(check_int("in_dim", in_dim, minimum=1), max(1, sum(self.n_classes)))
+
+    def forward(self, z: torch.Tensor) -> list[torch.Tensor]:
+        if not self.n_classes:
+            return []
+        return list(torch.split(self.linear(z / self.input_scale), self.n_classes, dim=1))
+
+
+class IdentityAdversary(nn.Module):
+    """MLP that tries to predict identity from ``z_att`` (trained through :func:`grad_reverse`)."""
+
+    def __init__(self, in_dim: int, n_classes: int, *, hidden: int = 128, input_scale: float = 1.0):
+        super().__init__()
+        self.input_scale = check_positive("input_scale", input_scale)
+        self.net = nn.Sequential(
+            nn.Linear(check_int("in_dim", in_dim, minimum=1), check_int("hidden", hidden, minimum=1)),
+            nn.ReLU(inplace=True),
+            nn.Linear(hidden, check_int("n_classes", n_classes, minimum=1)),
+        )
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return self.net(z / self.input_scale)
+
+
+class _GradReverse(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, coeff: float) -> torch.Tensor:  # type: ignore[override]
+        ctx.coeff = coeff
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):  # type: ignore[override]
+        return -ctx.coeff * grad, None
+
+
+def grad_reverse(x: torch.Tensor, coeff: float = 1.0) -> torch.Tensor:
+    """Identity in the forward pass; multiplies the gradient by ``-coeff`` in the backward pass."""
+    return _GradReverse.apply(x, float(coeff))
+
+
+@torch.no_grad()
+def init_weights(module: nn.Module, generator: torch.Generator) -> None:
+    """DCGAN initialisation with an explicit generator: conv/linear weights ``N(0, 0.02)``, norm scales
+    ``N(1, 0.02)``, biases 0; :class:`CosineClassifier` weights ``N(0, 1)`` (only their direction matters);
+    the power-iteration vector of every :class:`SpectralNormConv2d` from ``N(0, 1)``, then 15 power iterations.
+
+    Draws on the CPU generator and copies to each parameter's device, so the result does not depend on the
+    device.
+    """
+    if not isinstance(generator, torch.Generator):
+        raise InvalidArgumentError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+
+    def normal(p: torch.Tensor, mean: float, std: float) -> None:
+        draw = torch.randn(p.shape, generator=generator, device=generator.device, dtype=torch.float32)
+        p.copy_((draw * std + mean).to(p.device, p.dtype))
+
+    for m in module.modules():
+        if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d, nn.Linear)):
+            normal(m.weight, 0.0, 0.02)
+            if m.bias is not None:
+                m.bias.zero_()
+        elif isinstance(m, nn.InstanceNorm2d) and m.affine:
+            normal(m.weight, 1.0, 0.02)
+            m.bias.zero_()
+        elif isinstance(m, CosineClassifier):
+            normal(m.weight, 0.0, 1.0)
+        if isinstance(m, SpectralNormConv2d):
+            normal(m.u, 0.0, 1.0)
+            m.u.div_(torch.linalg.vector_norm(m.u).clamp_min(1e-12))
+            m.power_iterations(15)  # start from a converged estimate of the largest singular value
+
+
+#: The paper's names.
+Enc_id = IdentityEncoder
+Enc_att = AttributeEncoder
+Dec = Decoder

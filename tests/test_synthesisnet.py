@@ -1,0 +1,601 @@
+"""SynthesisNet (paper 4): metric-DP identity noise (distribution, independence, audits with negative controls),
+networks, the trained pipeline (tiny fit, publish, ablations, save/load), baselines and metrics."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import linalg as sla
+from scipy import stats
+
+from privkit.data.types import FaceSet
+from privkit.encoders import load_encoder
+from privkit.errors import (
+    InsufficientDataError,
+    InvalidArgumentError,
+    MissingResourceError,
+    PrivkitError,
+    ShapeError,
+    UnknownNameError,
+)
+from privkit.privacy import audit, make_generator, sample_metric_laplace
+from privkit.synthesisnet import (
+    AttributeEncoder,
+    Decoder,
+    Discriminator,
+    Generator,
+    IdentityEncoder,
+    SynthesisNet,
+    SynthesisNetConfig,
+    anonymize,
+    attribute_preservation,
+    clip_rows,
+    default_clip_norm,
+    features_for_fid,
+    fid,
+    frechet_distance,
+    identity_distance,
+    identity_distance_from_embeddings,
+    inception_score,
+    load_inception,
+    angle_after_noise,
+    noise_radius_mean,
+    privatize_identity,
+    reidentification_from_embeddings,
+    reidentification_rate,
+)
+from privkit.synthesisnet.models import SpectralNormConv2d, grad_reverse, init_weights
+
+F64 = torch.float64
+P_MIN = 1e-3  # fixed seeds make the KS tests deterministic; this only guards against a wrong distribution
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    # The networks here are tiny: intra-op threads only add synchronisation, which on a busy 2-core CI machine
+    # costs far more than the work (measured: a tiny fit takes 0.8 s on one thread, 15 s on two busy ones).
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+# ============================================================================ metric-DP identity noise
+def _noisy(z, eps, clip, seed):
+    return privatize_identity(z, epsilon=eps, clip_norm=clip, generator=make_generator(seed))
+
+
+def test_noise_radius_is_gamma_after_subtracting_the_clipped_input():
+    d, eps, clip = 16, 0.5, 30.0
+    z = torch.randn(3000, d, generator=torch.Generator().manual_seed(0), dtype=F64) * 20  # many rows get clipped
+    out, _ = _noisy(z, eps, clip, seed=1)
+    radius = torch.linalg.vector_norm(out - clip_rows(z, clip), dim=1).numpy()
+    assert stats.kstest(radius, stats.gamma(a=d, scale=1 / eps).cdf).pvalue > P_MIN
+    assert abs(radius.mean() - noise_radius_mean(d, eps)) < 0.05 * d / eps
+    # a wrong epsilon is rejected by the same test (the test has power)
+    assert stats.kstest(radius, stats.gamma(a=d, scale=1 / (1.2 * eps)).cdf).pvalue < 1e-6
+
+
+def test_clipping_bounds_rows_and_keeps_short_ones():
+    z = torch.tensor([[3.0, 4.0], [0.3, 0.4], [0.0, 0.0]], dtype=F64)
+    c = clip_rows(z, 1.0)
+    assert torch.allclose(c[0], torch.tensor([0.6, 0.8], dtype=F64))
+    assert torch.equal(c[1:], z[1:])
+    out, _ = privatize_identity(z, epsilon=1e9, clip_norm=1.0, generator=make_generator(0))  # negligible noise
+    assert torch.allclose(out, c, atol=1e-6)
+
+
+def test_noise_rows_are_independent():
+    n, d = 4000, 8
+    out, _ = _noisy(torch.zeros(n, d, dtype=F64), 1.0, 10.0, seed=2)
+    u = out / torch.linalg.vector_norm(out, dim=1, keepdim=True)
+    cos_next = (u[:-1] * u[1:]).sum(dim=1)  # E = 0, sd = 1/sqrt(d) for independent uniform directions
+    assert abs(float(cos_next.mean())) < 4 / math.sqrt(d * (n - 1))
+    r = torch.linalg.vector_norm(out, dim=1).numpy()
+    assert abs(stats.pearsonr(r[:-1], r[1:])[0]) < 4 / math.sqrt(n)
+    assert int(torch.unique(out, dim=0).shape[0]) == n
+    # one batch of n rows has the same law as n separate releases (one independent draw per row)
+    one_by_one = torch.cat([privatize_identity(torch.zeros(1, d, dtype=F64), epsilon=1.0, clip_norm=10.0,
+                                               generator=make_generator(100 + i))[0] for i in range(400)])
+    r1 = torch.linalg.vector_norm(one_by_one, dim=1).numpy()
+    assert stats.ks_2samp(r, r1).pvalue > P_MIN
+
+
+def test_guarantee_states_metric_and_two_face_epsilon():
+    d, eps, clip = 16, 0.1, default_clip_norm(16)
+    assert clip == 160.0
+    _, g = _noisy(torch.zeros(4, d), eps, clip, seed=0)
+    assert g.epsilon == pytest.approx(eps * 2 * clip) and g.delta == 0.0
+    assert g.mechanism == "multivariate Laplace (metric DP)"
+    assert g.protects == "the identity latent"
+    assert g.neighbouring == "any two faces; ε scales with the Euclidean distance of their clipped identity latents"
+    text = str(g)
+    assert "ε = 0.1 per unit of Euclidean distance" in text and "(32, 0)-DP between any two faces" in text
+    assert "Gamma(16, 1/ε)" in text
+    # the documented scale choice: mean noise radius d/eps against the clip norm 10 d
+    assert noise_radius_mean(d, 0.01) == pytest.approx(10 * clip)
+    assert [round(angle_after_noise(d, e, clip)) for e in (1.0, 0.1, 0.01)] == [6, 45, 84]
+
+
+def test_privatize_reproducible_dtype_device_and_os_entropy():
+    z = torch.randn(5, 16)
+    a, _ = _noisy(z, 0.3, 160.0, seed=4)
+    b, _ = _noisy(z, 0.3, 160.0, seed=4)
+    c, _ = _noisy(z, 0.3, 160.0, seed=5)
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    assert a.dtype == torch.float32 and _noisy(z.double(), 0.3, 160.0, 4)[0].dtype == F64
+    state = torch.random.get_rng_state()
+    x, _ = privatize_identity(z, epsilon=0.3, clip_norm=160.0)  # generator=None: OS entropy, not the global RNG
+    y, _ = privatize_identity(z, epsilon=0.3, clip_norm=160.0)
+    assert not torch.equal(x, y) and torch.equal(state, torch.random.get_rng_state())
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(epsilon=0.0, clip_norm=1.0), "epsilon"),
+    (dict(epsilon=-1.0, clip_norm=1.0), "epsilon"),
+    (dict(epsilon=float("nan"), clip_norm=1.0), "epsilon"),
+    (dict(epsilon=1.0, clip_norm=0.0), "clip_norm"),
+])
+def test_privatize_bad_arguments(kwargs, match):
+    with pytest.raises(InvalidArgumentError, match=match):
+        privatize_identity(torch.zeros(2, 3), **kwargs)
+
+
+def test_privatize_bad_latents():
+    with pytest.raises(ShapeError, match="z"):
+        privatize_identity(torch.zeros(3), epsilon=1.0, clip_norm=1.0)
+    with pytest.raises(InvalidArgumentError, match="NaN"):
+        privatize_identity(torch.full((2, 3), float("nan")), epsilon=1.0, clip_norm=1.0)
+    with pytest.raises(InvalidArgumentError, match="generator"):
+        privatize_identity(torch.zeros(2, 3), epsilon=1.0, clip_norm=1.0, generator=0)
+
+
+# ---------------------------------------------------------------------------- audits
+# A small latent dimension gives the auditor's one-dimensional test the power to see (nearly) the true epsilon;
+# the mechanism is the same for every dimension.
+AUDIT_D, AUDIT_EPS, AUDIT_CLIP, AUDIT_DIST = 2, 0.5, 10.0, 2.0  # claim: epsilon * D = 1
+
+
+def _two_latents():
+    z0 = torch.zeros(AUDIT_D, dtype=F64)
+    z1 = z0.clone()
+    z1[0] = AUDIT_DIST
+    return z0, z1
+
+
+def _single_release(eps):
+    def mechanism(data, n, generator):
+        return privatize_identity(data.expand(n, -1).clone(), epsilon=eps, clip_norm=AUDIT_CLIP,
+                                  generator=generator)[0]
+    return mechanism
+
+
+def test_audit_two_point_guarantee_passes():
+    z0, z1 = _two_latents()
+    r = audit(_single_release(AUDIT_EPS), z0, z1, n_samples=100_000, claimed_epsilon=AUDIT_EPS * AUDIT_DIST, seed=0)
+    assert r.passed and 0.6 < r.epsilon_lower <= AUDIT_EPS * AUDIT_DIST  # below the claim, and the audit has power
+
+
+def test_audit_catches_halved_noise():
+    z0, z1 = _two_latents()  # noise drawn at 2 epsilon = half the radius; true epsilon*D = 2
+    r = audit(_single_release(2 * AUDIT_EPS), z0, z1, n_samples=100_000,
+              claimed_epsilon=AUDIT_EPS * AUDIT_DIST, seed=0)
+    assert not r.passed and r.epsilon_lower > 1.3
+
+
+def test_audit_paper_scale_latent_passes():
+    d, eps = 16, 0.1
+    clip = default_clip_norm(d)
+    z0 = torch.zeros(d, dtype=F64)
+    z1 = z0.clone()
+    z1[0] = 20.0
+
+    def mechanism(data, n, generator):
+        return privatize_identity(data.expand(n, -1).clone(), epsilon=eps, clip_norm=clip, generator=generator)[0]
+
+    r = audit(mechanism, z0, z1, n_samples=40_000, claimed_epsilon=eps * 20.0, seed=0)
+    assert r.passed and r.epsilon_lower > 0.3
+
+
+def _pair_release_inputs():
+    # A batch of two faces released together; the neighbours differ in face 0 by AUDIT_DIST.
+    z0, z1 = _two_latents()
+    other = torch.full((AUDIT_D,), 3.0, dtype=F64)
+    return torch.stack([z0, other]), torch.stack([z1, other])
+
+
+def test_audit_pair_release_with_independent_noise_passes():
+    d0, d1 = _pair_release_inputs()
+
+    def mechanism(data, n, generator):  # n releases of the two-face batch, through privatize_identity
+        out, _ = privatize_identity(data.repeat(n, 1), epsilon=AUDIT_EPS, clip_norm=AUDIT_CLIP, generator=generator)
+        return out.view(n, 2, AUDIT_D)
+
+    r = audit(mechanism, d0, d1, n_samples=20_000, claimed_epsilon=AUDIT_EPS * AUDIT_DIST, seed=0,
+              statistic="whitened")
+    assert r.passed
+
+
+def test_audit_catches_noise_shared_across_the_batch():
+    # The known bug: one noise vector for the whole batch. Each face alone is still "Laplace", so a one-face audit
+    # cannot see it; but the difference of two released faces is then noise-free, and the whitened test (which
+    # can weight the two faces' outputs against each other) separates the neighbours almost perfectly.
+    d0, d1 = _pair_release_inputs()
+
+    def shared(data, n, generator):
+        noise = sample_metric_laplace(n, AUDIT_D, epsilon=AUDIT_EPS, generator=generator, dtype=F64)
+        return data[None] + noise[:, None, :]
+
+    r = audit(shared, d0, d1, n_samples=20_000, claimed_epsilon=AUDIT_EPS * AUDIT_DIST, seed=0,
+              statistic="whitened")
+    assert not r.passed and r.epsilon_lower > 5.0
+
+
+# ============================================================================ networks
+@pytest.mark.parametrize("size", [16, 32])
+def test_network_shapes(size):
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(3, 3, size, size) * 2 - 1
+    e_id = IdentityEncoder(image_size=size, width=4, dim=5, radius=50.0)
+    e_att = AttributeEncoder(image_size=size, width=4, dim=6, radius=60.0)
+    for m in (e_id, e_att):
+        init_weights(m, g)
+    z_id, z_att = e_id(x), e_att(x)
+    assert z_id.shape == (3, 5) and torch.allclose(z_id.norm(dim=1), torch.full((3,), 50.0))
+    assert torch.allclose(z_att.norm(dim=1), torch.full((3,), 60.0))
+    dec = Decoder(image_size=size, width=4, id_dim=5, att_dim=6, id_radius=50.0, att_radius=60.0)
+    out = dec(z_id, z_att)
+    assert out.shape == (3, 3, size, size) and float(out.detach().abs().max()) <= 1.0
+    assert isinstance(Generator(image_size=size, width=4, id_dim=5, att_dim=6, id_radius=50.0, att_radius=60.0),
+                      Decoder)
+    disc = Discriminator(image_size=size, width=4, n_classes=(2, 3))
+    logit, cls = disc(x)
+    assert logit.shape == (3,) and [c.shape for c in cls] == [(3, 2), (3, 3)]
+    # the classifier has its own last layer; the trunk is shared
+    assert disc.cls_head is not disc.adv_head and disc.has_classifier
+    plain = Discriminator(image_size=size, width=4)
+    assert not plain.has_classifier and plain(x)[1] == []
+
+
+def test_spectral_norm_and_instance_norm_discriminators():
+    g = torch.Generator().manual_seed(0)
+    conv = SpectralNormConv2d(5, 7, 3)
+    init_weights(conv, g)
+    conv.weight.data.normal_(0, 1, generator=g)
+    conv.power_iterations(50)
+    with torch.no_grad():
+        sigma = float(torch.linalg.matrix_norm(conv.weight.flatten(1), ord=2))
+        normalized = float(torch.linalg.matrix_norm(conv.normalized_weight().flatten(1), ord=2))
+    assert normalized == pytest.approx(1.0, abs=1e-4) and sigma > 2.0  # the raw weight is far from norm 1
+    sn = Discriminator(image_size=16, width=4, n_classes=(2,))
+    inst = Discriminator(image_size=16, width=4, n_classes=(2,), norm="instance")
+    assert not any(isinstance(m, torch.nn.InstanceNorm2d) for m in sn.modules())
+    assert any(isinstance(m, torch.nn.InstanceNorm2d) for m in inst.modules())
+    assert all(isinstance(m, SpectralNormConv2d) for m in sn.modules() if isinstance(m, torch.nn.Conv2d))
+    assert inst(torch.zeros(2, 3, 16, 16))[0].shape == (2,)
+    with pytest.raises(UnknownNameError, match="norm"):
+        Discriminator(image_size=16, width=4, norm="batch")
+    with pytest.raises(UnknownNameError, match="discriminator_norm"):
+        SynthesisNetConfig(discriminator_norm="batch")
+
+
+def test_paper_scale_channels():
+    dec = Decoder(image_size=128, width=64, id_dim=256, att_dim=256, id_radius=1.0, att_radius=1.0)
+    convs = [m for m in dec.net if isinstance(m, torch.nn.ConvTranspose2d)]
+    assert dec.top_channels == 1024 and [c.out_channels for c in convs] == [512, 256, 128, 64, 3]
+    enc = IdentityEncoder(image_size=128, width=64, dim=256, radius=1.0)
+    assert [m.out_channels for m in enc.trunk.net if isinstance(m, torch.nn.Conv2d)] == [64, 128, 256, 512, 512]
+
+
+def test_grad_reverse_and_init_are_deterministic():
+    x = torch.ones(3, requires_grad=True)
+    (grad_reverse(x, 2.0) * 3).sum().backward()
+    assert torch.equal(x.grad, torch.full((3,), -6.0))
+    a = Decoder(image_size=16, width=4, id_dim=2, att_dim=2, id_radius=1.0, att_radius=1.0)
+    b = Decoder(image_size=16, width=4, id_dim=2, att_dim=2, id_radius=1.0, att_radius=1.0)
+    init_weights(a, torch.Generator().manual_seed(3))
+    init_weights(b, torch.Generator().manual_seed(3))
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+
+
+def test_config_defaults_follow_latent_sizes():
+    import dataclasses
+
+    cfg = SynthesisNetConfig()
+    assert (cfg.id_dim, cfg.effective_clip_norm, cfg.lambda_rec, cfg.lambda_cls) == (16, 160.0, 10.0, 1.0)
+    assert dataclasses.replace(cfg, id_dim=8).effective_clip_norm == 80.0
+    assert SynthesisNetConfig(clip_norm=5.0, id_dim=8).effective_clip_norm == 5.0
+    assert SynthesisNetConfig.from_dict(cfg.to_dict()) == cfg
+    with pytest.raises(UnknownNameError, match="config key"):
+        SynthesisNetConfig.from_dict({"widht": 3})
+
+
+def test_bad_image_sizes_raise():
+    with pytest.raises(InvalidArgumentError, match="power of two"):
+        SynthesisNetConfig(image_size=48)
+    with pytest.raises(InvalidArgumentError, match="image_size"):
+        SynthesisNetConfig(image_size=8)
+    with pytest.raises(UnknownNameError, match="noise"):
+        SynthesisNetConfig(noise="gaussian")
+    with pytest.raises(InvalidArgumentError, match="swap_prob"):
+        SynthesisNetConfig(swap_prob=1.0)
+
+
+# ============================================================================ pipeline
+SIZE = 16
+
+
+def _faceset(n_ids=4, per_id=3, *, attributes=True, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    n = n_ids * per_id
+    identity = torch.arange(n_ids).repeat_interleave(per_id)
+    # each identity a colour, plus noise, so the tiny model has something to learn
+    base = torch.rand(n_ids, 3, 1, 1, generator=g)[identity]
+    images = (0.7 * base + 0.3 * torch.rand(n, 3, SIZE, SIZE, generator=g)).clamp(0, 1)
+    attrs = {"glasses": torch.randint(0, 2, (n,), generator=g), "pose": torch.randint(0, 3, (n,), generator=g)} \
+        if attributes else {}
+    return FaceSet(images=images, identity=identity, box=torch.tensor([[2.0, 2.0, 14.0, 14.0]]).repeat(n, 1),
+                   mask=torch.ones(n, 1, SIZE, SIZE, dtype=torch.bool), context=torch.full((n,), -1),
+                   attributes=attrs, name="random")
+
+
+TINY = dict(image_size=SIZE, width=4, id_dim=4, att_dim=6)
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    net = SynthesisNet(**TINY)
+    net.fit(_faceset(), epochs_ae=2, epochs_gan=2, batch_size=6, seed=0, device="cpu")
+    return net
+
+
+def test_tiny_fit_records_history_and_throughput(fitted):
+    h = fitted.history
+    assert [e["epoch"] for e in h["ae"]] == [1, 2] and [e["epoch"] for e in h["gan"]] == [1, 2]
+    for key in ("rec_l1", "id_ce", "att_ce", "adv_ce", "adv_acc"):
+        assert math.isfinite(h["ae"][-1][key])
+    for key in ("d_loss", "g_adv", "g_rec_l1", "g_cls", "cls_real_acc"):
+        assert math.isfinite(h["gan"][-1][key])
+    assert h["throughput"]["ae_images_per_s"] > 0 and h["throughput"]["gan_images_per_s"] > 0
+    assert fitted.attribute_names == ("glasses", "pose") and fitted.attribute_classes == (2, 3)
+    assert fitted.n_identities == 4
+
+
+def test_fit_is_reproducible_and_leaves_global_rng_alone(fitted):
+    state = torch.random.get_rng_state()
+    again = SynthesisNet(**TINY).fit(_faceset(), epochs_ae=2, epochs_gan=2, batch_size=6, seed=0, device="cpu")
+    assert torch.equal(state, torch.random.get_rng_state())
+    for name, mod in fitted.modules.items():
+        for p, q in zip(mod.state_dict().values(), again.modules[name].state_dict().values()):
+            assert torch.equal(p, q), name
+
+
+def test_publish_returns_images_and_guarantee(fitted):
+    x = _faceset(seed=1).images[:5]
+    out, g = fitted.publish(x, epsilon=0.1, generator=make_generator(0))
+    assert out.shape == x.shape and out.dtype == torch.float32
+    assert float(out.min()) >= 0.0 and float(out.max()) <= 1.0
+    assert g.epsilon == pytest.approx(0.1 * 2 * fitted.config.effective_clip_norm)
+    assert g.protects == "the identity latent"
+    assert "attribute latent is released WITHOUT noise" in str(g)
+    again, _ = fitted.publish(x, epsilon=0.1, generator=make_generator(0))
+    other, _ = fitted.publish(x, epsilon=0.1, generator=make_generator(1))
+    assert torch.equal(out, again) and not torch.equal(out, other)
+
+
+def test_epsilon_range_spans_hidden_to_kept(fitted):
+    z_id, z_att = fitted.encode(_faceset(seed=2).images)
+    assert torch.allclose(z_id.norm(dim=1), torch.full((z_id.shape[0],), fitted.config.effective_clip_norm))
+    big = torch.cat([z_id] * 50)  # 600 rows
+    cos = {}
+    for eps in (0.01, 0.1, 1.0):
+        noisy, z_att_out, _ = fitted.privatize(big, torch.cat([z_att] * 50), epsilon=eps,
+                                               generator=make_generator(7))
+        assert torch.equal(z_att_out, torch.cat([z_att] * 50))
+        assert torch.allclose(noisy.norm(dim=1), torch.full((big.shape[0],), fitted.config.effective_clip_norm))
+        cos[eps] = float(torch.nn.functional.cosine_similarity(noisy, big, dim=1).mean())
+    assert cos[1.0] > 0.95 and 0.45 < cos[0.1] < 0.9 and cos[0.01] < 0.3
+
+
+def test_ablations():
+    fs = _faceset()
+    none = SynthesisNet(**TINY, noise="none").fit(fs, epochs_ae=1, epochs_gan=1, batch_size=12, seed=0,
+                                                   device="cpu")
+    x = fs.images[:4]
+    out, g = none.publish(x, epsilon=0.5, generator=make_generator(0))
+    assert math.isinf(g.epsilon) and not g.is_meaningful and not g.meets_request
+    assert torch.equal(out, none.synthesize(*none.encode(x)))
+    assert none.publish(x, epsilon=None)[1].requested_epsilon is None
+
+    whole = SynthesisNet(**TINY, noise="whole").fit(fs, epochs_ae=1, epochs_gan=1, batch_size=12, seed=0,
+                                                     device="cpu")
+    z_id, z_att = whole.encode(x)
+    nid, natt, g = whole.privatize(z_id, z_att, epsilon=0.5, generator=make_generator(0))
+    assert g.protects == "the whole latent (identity and attribute)"
+    radius = math.hypot(whole.config.effective_clip_norm, whole.config.effective_att_radius)
+    assert g.epsilon == pytest.approx(0.5 * 2 * radius) and radius == whole.config.whole_clip_norm
+    assert not torch.allclose(natt, z_att) and torch.allclose(natt.norm(dim=1), z_att.norm(dim=1))
+
+    no_aux = SynthesisNet(**TINY, auxiliary_classifier=False)
+    no_aux.fit(_faceset(attributes=False), epochs_ae=1, epochs_gan=1, batch_size=12, seed=0, device="cpu")
+    assert not no_aux.modules["discriminator"].has_classifier
+    assert math.isnan(no_aux.history["gan"][0].get("g_cls", float("nan")))
+    assert no_aux.publish(x, epsilon=1.0, generator=make_generator(0))[0].shape == x.shape
+    with pytest.raises(InsufficientDataError, match="auxiliary_classifier=False"):
+        SynthesisNet(**TINY).fit(_faceset(attributes=False), epochs_ae=1, epochs_gan=0, device="cpu")
+
+
+def test_save_load_round_trip(fitted, tmp_path):
+    folder = fitted.save(tmp_path / "model")
+    assert sorted(p.name for p in folder.iterdir()) == ["config.json", "model.safetensors"]
+    loaded = SynthesisNet.load(folder)
+    assert loaded.config == fitted.config and loaded.history == fitted.history
+    assert loaded.attribute_names == fitted.attribute_names and loaded.n_identities == fitted.n_identities
+    x = _faceset(seed=3).images
+    a, _ = fitted.publish(x, epsilon=0.2, generator=make_generator(9))
+    b, _ = loaded.publish(x, epsilon=0.2, generator=make_generator(9))
+    assert torch.equal(a, b)
+    with pytest.raises(MissingResourceError):
+        SynthesisNet.load(tmp_path / "nothing")
+
+
+def test_pipeline_bad_inputs(fitted):
+    with pytest.raises(PrivkitError, match="not fitted"):
+        SynthesisNet(**TINY).encode(torch.rand(1, 3, SIZE, SIZE))
+    with pytest.raises(ShapeError, match=f"\\(N, 3, {SIZE}, {SIZE}\\)"):
+        fitted.publish(torch.rand(2, 3, 2 * SIZE, 2 * SIZE), epsilon=1.0)
+    with pytest.raises(ShapeError):
+        fitted.publish(torch.rand(2, 1, SIZE, SIZE), epsilon=1.0)
+    with pytest.raises(InvalidArgumentError, match=r"\[0, 1\]"):
+        fitted.publish(torch.rand(2, 3, SIZE, SIZE) * 2, epsilon=1.0)
+    for eps in (0.0, -0.1):
+        with pytest.raises(InvalidArgumentError, match="epsilon"):
+            fitted.publish(torch.rand(2, 3, SIZE, SIZE), epsilon=eps)
+    with pytest.raises(InvalidArgumentError, match="epsilon is required"):
+        fitted.publish(torch.rand(2, 3, SIZE, SIZE), epsilon=None)
+    with pytest.raises(ShapeError, match="faceset.images"):
+        SynthesisNet(**dict(TINY, image_size=32)).fit(_faceset(), epochs_ae=1, epochs_gan=0, device="cpu")
+    with pytest.raises(UnknownNameError, match="attributes"):
+        SynthesisNet(**TINY, attributes=("smile",)).fit(_faceset(), epochs_ae=1, epochs_gan=0, device="cpu")
+    with pytest.raises(InvalidArgumentError, match="epochs_ae"):
+        SynthesisNet(**TINY).fit(_faceset(), epochs_ae=-1, device="cpu")
+
+
+# ============================================================================ baselines
+def test_baselines_act_inside_the_box_only():
+    x = torch.rand(2, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    boxes = torch.tensor([[4.0, 6.0, 20.0, 22.0], [0.0, 0.0, 32.0, 32.0]])
+    inside = torch.zeros(32, 32, dtype=torch.bool)
+    inside[6:22, 4:20] = True
+    for method in ("blur", "pixelate", "mask"):
+        out = anonymize(x, method, boxes=boxes)
+        assert out.shape == x.shape and float(out.min()) >= 0 and float(out.max()) <= 1
+        assert torch.equal(out[0][:, ~inside], x[0][:, ~inside])
+        assert not torch.allclose(out[0][:, inside], x[0][:, inside])
+    blurred = anonymize(x, "blur", boxes=boxes)
+    assert float(blurred[0][:, inside].std()) < 0.5 * float(x[0][:, inside].std())
+    pix = anonymize(x, "pixelate", boxes=boxes, strength=0.25)  # 4x4-pixel blocks in a 16x16 box
+    assert torch.equal(pix[0, :, 6:10, 4:8], pix[0, :, 6:7, 4:5].expand(3, 4, 4))
+    assert torch.equal(anonymize(x, "mask", boxes=boxes)[0][:, inside], torch.zeros(3, int(inside.sum())))
+    assert torch.allclose(anonymize(x, "mask", strength=0.5), x * 0.5)  # whole image without boxes
+
+
+def test_baselines_bad_inputs():
+    x = torch.rand(1, 3, 16, 16)
+    with pytest.raises(UnknownNameError, match="blur, mask, pixelate"):
+        anonymize(x, "swirl")
+    with pytest.raises(InvalidArgumentError, match="strength"):
+        anonymize(x, "blur", strength=0.0)
+    with pytest.raises(InvalidArgumentError, match="opacity"):
+        anonymize(x, "mask", strength=2.0)
+    with pytest.raises(InvalidArgumentError, match="x1 > x0"):
+        anonymize(x, "blur", boxes=torch.tensor([[5.0, 5.0, 2.0, 9.0]]))
+    with pytest.raises(ShapeError):
+        anonymize(x, "blur", boxes=torch.zeros(2, 4))
+    with pytest.raises(ShapeError):
+        anonymize(torch.rand(1, 4, 16, 16), "blur")
+
+
+# ============================================================================ metrics
+def test_fid_zero_for_itself_and_grows_with_shift():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(400, 8, generator=g, dtype=F64) @ torch.randn(8, 8, generator=g, dtype=F64)
+    r = fid(x, x, n_bootstrap=0)
+    assert abs(r.value) < 1e-8 and math.isnan(r.ci_low)
+    values = [fid(x, x + s, n_bootstrap=0).value for s in (0.1, 0.5, 1.0)]
+    assert values == pytest.approx([8 * s * s for s in (0.1, 0.5, 1.0)], rel=1e-6)  # pure mean shift: ||mu||^2
+    y = torch.randn(300, 8, generator=g, dtype=F64)
+    boot = fid(x, y, n_bootstrap=50, seed=1)
+    assert boot.ci_low < boot.value < boot.ci_high and boot.n_real == 400 and boot.dim == 8
+    assert fid(x, y, n_bootstrap=50, seed=1) == boot
+
+
+def test_frechet_distance_matches_scipy_sqrtm():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(6, 6)), rng.normal(size=(6, 6))
+    c1, c2 = a @ a.T, b @ b.T
+    m1, m2 = rng.normal(size=6), rng.normal(size=6)
+    ref = ((m1 - m2) ** 2).sum() + np.trace(c1 + c2 - 2 * sla.sqrtm(c1 @ c2).real)
+    got = frechet_distance(*(torch.from_numpy(t) for t in (m1, c1, m2, c2)))
+    assert got == pytest.approx(ref, rel=1e-8)
+
+
+def test_inception_score_bounds():
+    k, n = 10, 1000
+    uniform = torch.full((n, k), 1.0 / k)
+    assert inception_score(uniform).mean == pytest.approx(1.0)
+    onehot = torch.nn.functional.one_hot(torch.arange(n) % k, k).double()
+    r = inception_score(onehot, splits=10)
+    assert r.mean == pytest.approx(k) and r.std == pytest.approx(0.0, abs=1e-9) and len(r.split_scores) == 10
+    with pytest.raises(InvalidArgumentError, match="sum to 1"):
+        inception_score(torch.ones(20, 3))
+    with pytest.raises(InsufficientDataError, match="splits"):
+        inception_score(uniform[:5], splits=10)
+
+
+def test_identity_distance():
+    pixels = load_encoder("pixels")
+    x = torch.rand(6, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    r = identity_distance(x, x.clone(), pixels, n_bootstrap=100)
+    assert r.mean == pytest.approx(0.0, abs=1e-6) and float(r.per_image.abs().max()) < 1e-6
+    y = torch.rand(6, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+    r2 = identity_distance(x, y, pixels, identities=torch.tensor([0, 0, 1, 1, 2, 2]), n_bootstrap=200)
+    assert 0.5 < r2.mean < 1.5 and r2.ci_low <= r2.mean <= r2.ci_high
+    emb = identity_distance_from_embeddings(pixels.embed(x), pixels.embed(y), identities=torch.tensor(
+        [0, 0, 1, 1, 2, 2]), n_bootstrap=200)
+    assert emb.mean == pytest.approx(r2.mean) and emb.ci_low == pytest.approx(r2.ci_low)
+    flat = lambda imgs: imgs.flatten(1)  # noqa: E731  a plain callable encoder
+    assert identity_distance(x, x, flat, n_bootstrap=0).mean == pytest.approx(0.0, abs=1e-9)
+    with pytest.raises(ShapeError):
+        identity_distance(x, y[:3], pixels)
+
+
+def test_reidentification_rate():
+    pixels = load_encoder("pixels")
+    g = torch.Generator().manual_seed(0)
+    ids = torch.arange(10).repeat_interleave(3)
+    x = torch.rand(30, 3, 16, 16, generator=g)
+    same = reidentification_rate(x, x.clone(), pixels, identities=ids, far=0.01)
+    assert same.tar == 1.0 and same.rank1 == 1.0 and same.far_achieved <= 0.01
+    assert same.rank1_chance == pytest.approx(0.1) and same.n_impostor == 30 * 27
+    noise = torch.rand(30, 3, 16, 16, generator=g)
+    rnd = reidentification_rate(x, noise, pixels, identities=ids, far=0.01)
+    assert rnd.rank1 < 0.3 and rnd.tar < 0.2
+    orig = reidentification_rate(x, x.clone(), pixels, identities=ids, far=0.01, threshold_from="originals")
+    assert orig.threshold_from == "originals" and orig.n_impostor == 30 * 27 // 2
+    gal = reidentification_rate(x, x.clone(), pixels, identities=ids, far=0.01, gallery=x[::3],
+                                gallery_identities=ids[::3])
+    assert gal.n_gallery == 10 and gal.rank1_chance == pytest.approx(0.1)
+    emb = reidentification_from_embeddings(pixels.embed(x), pixels.embed(noise), identities=ids, far=0.01)
+    assert (emb.tar, emb.rank1, emb.n_impostor) == (rnd.tar, rnd.rank1, rnd.n_impostor)
+    assert emb.threshold == pytest.approx(rnd.threshold)
+    with pytest.raises(InsufficientDataError, match="resolution"):
+        reidentification_rate(x, x, pixels, identities=ids, far=1e-4)
+    with pytest.raises(InvalidArgumentError, match="gallery_identities"):
+        reidentification_rate(x, x, pixels, identities=ids, gallery=x)
+
+
+def test_attribute_preservation_and_fid_features():
+    x = torch.rand(8, 3, 16, 16, generator=torch.Generator().manual_seed(0))
+    labels = (x[:, 0].mean(dim=(1, 2)) > 0.5).long()
+
+    def classifier(imgs):  # a perfect classifier for this label
+        p = (imgs[:, 0].mean(dim=(1, 2)) > 0.5).long()
+        return torch.nn.functional.one_hot(p, 2).float()
+
+    r = attribute_preservation(x, {"bright_red": labels}, classifier=lambda im: {"bright_red": classifier(im)})
+    assert r.accuracy == {"bright_red": 1.0} and r.majority["bright_red"] >= 0.5
+    r2 = attribute_preservation(x, 1 - labels, classifier)
+    assert r2.accuracy["attribute"] == 0.0
+    feats = features_for_fid(x, load_encoder("pixels"))
+    assert feats.shape == (8, 768) and feats.dtype == F64
+
+
+def test_inception_needs_supplied_weights(tmp_path):
+    with pytest.raises(MissingResourceError, match="Inception-v3"):
+        load_inception(weights=tmp_path)  # an empty folder
+    with pytest.raises(MissingResourceError):
+        load_inception(weights=tmp_path / "missing.pth")
