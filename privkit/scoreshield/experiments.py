@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 
 from .._validate import check_delta, check_epsilon, check_int, check_positive, check_tensor, check_unit_norm
-from ..errors import InsufficientDataError, InvalidArgumentError, ShapeError
+from ..errors import InsufficientDataError, InvalidArgumentError
 from ..privacy import analytic_gaussian_delta, gaussian_sigma, sample_gaussian, scoreshield_constant
 from .projection import clip_to_correlation, nearest_correlation
 from .recalibration import acceptance_rate, auc, eer, recalibrate_threshold
@@ -210,7 +210,7 @@ def dp_verification(
     truly holds for the σ used.
     """
     s, y = pairs["score"].double(), pairs["label"]
-    gen, imp = s[y == 1], s[y == 0]
+    imp = s[y == 0]
     dlt = check_delta(delta)
     rows = []
     clean_thr = {far: recalibrate_threshold(imp.clamp(-1, 1), target_fpr=far).threshold for far in fars}
