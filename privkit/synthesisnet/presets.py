@@ -1,0 +1,105 @@
+"""Scale presets and artefacts of the SynthesisNet notebook (``notebooks/synthesisnet.py``).
+
+Every number here is privkit's choice [I]: the paper's full text (and so its schedule, latent sizes and data
+splits) could not be obtained.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import register_presets
+
+
+@dataclass(frozen=True)
+class SynthesisNetPreset:
+    """Everything the scale decides in the SynthesisNet notebook.
+
+    Attributes:
+        face_set: ``"lfw-subset-views"`` or ``"synthfaces"`` (embedded), or ``"celeba"`` (paper scale, read from
+            ``data_root``).
+        n_train_identities, n_test_identities: identity-disjoint split (training the networks / publishing).
+        images_per_identity: images loaded per identity (embedded sets; CelebA: at most this many).
+        image_size: image side (64 on CPU; 128 the paper's).
+        width, id_dim, att_dim: SynthesisNet architecture (see :class:`~privkit.synthesisnet.SynthesisNetConfig`).
+        epochs_ae, epochs_gan, batch_size: training schedule of both phases.
+        epsilons: the ε sweep of the identity-noise release (the paper sweeps 0.01 .. 1).
+        ablation_epsilon: the ε at which the ablations are also judged by dlib and listed in the IS/FID table.
+        dlib_images_per_identity: test images per identity the (slow) dlib judge sees per release.
+        dlib_epsilons: ε values the dlib judge sees (others are judged by the model's identity encoder only).
+        dlib_centre_identities: training identities (one image each) whose mean dlib descriptor centres the dlib
+            judge's space.
+        grid_columns: faces shown in the samples figure.
+        far: target false-accept rate of re-identification (raised to the smallest resolvable FAR when needed).
+        n_bootstrap: bootstrap replicates of identity-distance CIs.
+        fid_bootstrap: bootstrap replicates of FID CIs.
+        is_attribute: attribute whose probe's softmax stands in for Inception's class probabilities (embedded
+            scales; the paper scale uses Inception-v3 from ``data_root``).
+        is_splits: Inception-Score splits.
+        probe_attributes: attributes judged for preservation (``()``: all of the face set's).
+    """
+
+    face_set: str
+    n_train_identities: int
+    n_test_identities: int
+    images_per_identity: int
+    image_size: int
+    width: int
+    id_dim: int
+    att_dim: int
+    epochs_ae: int
+    epochs_gan: int
+    batch_size: int
+    epsilons: tuple[float, ...]
+    ablation_epsilon: float
+    dlib_images_per_identity: int
+    dlib_epsilons: tuple[float, ...]
+    dlib_centre_identities: int
+    grid_columns: int
+    far: float
+    n_bootstrap: int
+    fid_bootstrap: int
+    is_attribute: str
+    is_splits: int
+    probe_attributes: tuple[str, ...]
+
+
+_EPS = (0.01, 0.03, 0.1, 0.3, 1.0)
+
+SMOKE = SynthesisNetPreset(
+    face_set="lfw-subset-views", n_train_identities=8, n_test_identities=3, images_per_identity=3, image_size=32,
+    width=8, id_dim=8, att_dim=8, epochs_ae=1, epochs_gan=1, batch_size=32,
+    epsilons=(0.01, 0.1, 1.0), ablation_epsilon=0.1, dlib_images_per_identity=1, dlib_epsilons=(0.01,),
+    dlib_centre_identities=3,
+    grid_columns=4, far=1e-2, n_bootstrap=50, fid_bootstrap=0, is_attribute="lighting", is_splits=2,
+    probe_attributes=("lighting", "flipped"),
+)
+DEFAULT = SynthesisNetPreset(
+    face_set="lfw-subset-views", n_train_identities=70, n_test_identities=30, images_per_identity=10,
+    image_size=64, width=16, id_dim=16, att_dim=32, epochs_ae=15, epochs_gan=8, batch_size=64,
+    epsilons=_EPS, ablation_epsilon=0.1, dlib_images_per_identity=2, dlib_epsilons=_EPS, dlib_centre_identities=70,
+    grid_columns=8, far=1e-2, n_bootstrap=500, fid_bootstrap=50, is_attribute="background", is_splits=10,
+    probe_attributes=("lighting", "occluded", "blur", "pose", "flipped", "background"),
+)
+PAPER = SynthesisNetPreset(
+    face_set="celeba", n_train_identities=4000, n_test_identities=1000, images_per_identity=20, image_size=128,
+    width=64, id_dim=256, att_dim=256, epochs_ae=50, epochs_gan=50, batch_size=64,
+    epsilons=(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0), ablation_epsilon=0.1, dlib_images_per_identity=2,
+    dlib_epsilons=(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0), dlib_centre_identities=500, grid_columns=8, far=1e-3,
+    n_bootstrap=1000,
+    fid_bootstrap=0, is_attribute="", is_splits=10,
+    probe_attributes=("Smiling", "Male", "Eyeglasses", "Young", "Wearing_Hat", "Blond_Hair"),
+)
+
+ARTEFACTS = (
+    ("fig1_samples", "originals, reconstructions, published faces at several epsilon and the classical baselines"),
+    ("fig3_identity_vs_epsilon", "identity distance and re-identification vs epsilon, two judges, baselines as "
+                                 "references (paper Fig. 3)"),
+    ("table2_is_fid", "IS/FID stand-ins per method (paper Table 2; its values could not be obtained)"),
+    ("fig4_attributes_vs_epsilon", "attribute preservation vs epsilon, probe trained on real faces (privkit)"),
+    ("table3_ablations", "ablations: no DP noise, no auxiliary classifier, noise on the whole latent (privkit)"),
+    ("fig5_epsilon_meaning", "distribution of epsilon * d(z, z') over pairs of identities (privkit)"),
+    ("table4_guarantees", "the privacy guarantee of every release (privkit)"),
+)
+
+register_presets("synthesisnet", {"smoke": SMOKE, "default": DEFAULT, "paper": PAPER}, artefacts=ARTEFACTS)

@@ -1,0 +1,179 @@
+"""Tests of the SynthesisNet notebook helpers (privkit.synthesisnet.experiments and presets)."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pandas as pd
+import pytest
+import torch
+
+import privkit
+from privkit.data.types import FaceSet
+from privkit.errors import InsufficientDataError, InvalidArgumentError, PrivkitError, ShapeError
+from privkit.synthesisnet import SynthesisNet
+from privkit.synthesisnet import experiments as X
+
+SIZE = 16
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+def _faceset(n_ids=5, per_id=3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    n = n_ids * per_id
+    identity = torch.arange(n_ids).repeat_interleave(per_id)
+    base = torch.rand(n_ids, 3, 1, 1, generator=g)[identity]
+    images = (0.7 * base + 0.3 * torch.rand(n, 3, SIZE, SIZE, generator=g)).clamp(0, 1)
+    # attribute "bright": whether the image's mean is above the median (learnable from the mean colour)
+    bright = (images.mean(dim=(1, 2, 3)) > images.mean(dim=(1, 2, 3)).median()).long()
+    return FaceSet(images=images, identity=identity, box=torch.tensor([[2.0, 2.0, 14.0, 14.0]]).repeat(n, 1),
+                   mask=torch.ones(n, 1, SIZE, SIZE, dtype=torch.bool), context=torch.full((n,), -1),
+                   attributes={"bright": bright, "const": torch.zeros(n, dtype=torch.long)}, name="random")
+
+
+def test_presets_registered_and_frozen():
+    for scale in privkit.config.SCALES:
+        cfg = privkit.config.load("synthesisnet", scale)
+        assert set(cfg.dlib_epsilons) <= set(cfg.epsilons) or scale == "paper"
+        assert min(cfg.epsilons) == 0.01 and max(cfg.epsilons) == 1.0
+        with pytest.raises(Exception):
+            cfg.width = 3  # frozen
+    stems = [s for s, _ in privkit.config.artefacts("synthesisnet")]
+    assert len(stems) == len(set(stems)) and all(s.startswith(("fig", "table")) for s in stems)
+    assert "fig3_identity_vs_epsilon" in stems and "table2_is_fid" in stems
+
+
+def test_split_identities_disjoint_and_seeded():
+    f = _faceset(n_ids=6)
+    tr, te = X.split_identities(f, n_train=4, n_test=2, seed=3)
+    a, b = set(tr.identity.tolist()), set(te.identity.tolist())
+    assert len(a) == 4 and len(b) == 2 and not a & b
+    assert len(tr) == 12 and len(te) == 6
+    tr2, _ = X.split_identities(f, n_train=4, n_test=2, seed=3)
+    assert torch.equal(tr.identity, tr2.identity)
+    with pytest.raises(InsufficientDataError):
+        X.split_identities(f, n_train=5, n_test=2)
+
+
+def test_first_per_identity():
+    f = _faceset(n_ids=3, per_id=4)
+    m = X.first_per_identity(f, 2)
+    assert m.tolist() == [True, True, False, False] * 3
+    assert bool(X.first_per_identity(f, 10).all())
+    with pytest.raises(InvalidArgumentError):
+        X.first_per_identity(f, 0)
+
+
+def test_with_noise_shares_weights_and_changes_only_the_noise():
+    net = SynthesisNet(image_size=SIZE, width=4, id_dim=4, att_dim=6)
+    net.fit(_faceset(), epochs_ae=1, epochs_gan=1, batch_size=8, seed=0, device="cpu")
+    none = X.with_noise(net, "none")
+    assert none.config.noise == "none" and net.config.noise == "identity"
+    x = _faceset().images[:4]
+    out, g = none.publish(x, epsilon=None)
+    assert math.isinf(g.epsilon)
+    zi, za = net.encode(x)
+    assert torch.allclose(out, net.synthesize(zi, za))  # same weights, no noise
+    with pytest.raises(PrivkitError):
+        X.with_noise(net, "loud")
+
+
+def test_attribute_probe_learns_and_maps_classes():
+    f = _faceset(n_ids=8, per_id=4)
+    probe = X.AttributeProbe(lambda imgs: imgs.mean(dim=(2, 3)), c=100.0).fit(f.images, f.attributes)
+    assert "const" not in probe.models  # a single class is skipped
+    out = probe(f.images)
+    assert out["bright"].shape == (len(f), 2)
+    acc = float((out["bright"].argmax(1) == f.attributes["bright"]).float().mean())
+    assert acc > 0.8
+    p = probe.probs(f.images, "bright")
+    assert torch.allclose(p.sum(1), torch.ones(len(f), dtype=p.dtype))
+    # labels with an unseen class index: columns of unseen classes are -inf
+    lab = {"k": torch.tensor([0, 2] * (len(f) // 2))}
+    out2 = X.AttributeProbe(lambda imgs: imgs.mean(dim=(2, 3))).fit(f.images, lab)(f.images)["k"]
+    assert out2.shape[1] == 3 and bool(torch.isinf(out2[:, 1]).all())
+    with pytest.raises(InvalidArgumentError):
+        X.AttributeProbe(lambda imgs: imgs.mean(dim=(2, 3)))(f.images)
+    with pytest.raises(InvalidArgumentError):
+        probe.probs(f.images, "const")
+    with pytest.raises(InvalidArgumentError):
+        X.AttributeProbe(lambda imgs: imgs.mean(dim=(2, 3)), c=0.0)
+
+
+def test_judge_release_identity_vs_random():
+    g = torch.Generator().manual_seed(0)
+    ids = torch.arange(20).repeat_interleave(2)
+    centres = torch.randn(20, 32, generator=g, dtype=torch.float64)
+    eo = centres[ids] + 0.05 * torch.randn(40, 32, generator=g, dtype=torch.float64)
+    same = X.judge_release(eo, eo + 0.01 * torch.randn(40, 32, generator=g, dtype=torch.float64), ids,
+                           n_bootstrap=100)
+    rand = X.judge_release(eo, torch.randn(40, 32, generator=g, dtype=torch.float64), ids, n_bootstrap=100)
+    assert same["rank1"] == 1.0 and same["identity_distance"] < 0.01
+    assert rand["identity_distance"] > 0.7 and rand["rank1"] < 0.3
+    assert math.isclose(rand["rank1_chance"], 2 / 40)
+    assert rand["rank1_low"] <= rand["rank1"] <= rand["rank1_high"]
+    assert same["far"] == 0.01  # resolvable with 40*38 impostor pairs
+    assert X.resolvable_far(1e-6, ids) == pytest.approx(1 / (40 * 38))
+    with pytest.raises(InsufficientDataError):
+        X.resolvable_far(0.1, torch.zeros(4))
+
+
+def test_rank1_chance_interval():
+    lo, hi = X.rank1_chance_interval(0.1, 100, confidence=0.99)
+    assert lo < 0.1 < hi and 0.0 < lo and hi < 0.25
+    assert X.rank1_chance_interval(0.0, 10) == (0.0, 0.0)
+    with pytest.raises(InvalidArgumentError):
+        X.rank1_chance_interval(1.5, 10)
+
+
+def test_distance_decrease_failures():
+    good = pd.DataFrame({"epsilon": [0.01, 0.1, 1.0], "identity_distance": [0.9, 0.6, 0.3],
+                         "distance_low": [0.85, 0.55, 0.25], "distance_high": [0.95, 0.65, 0.35]})
+    assert X.distance_decrease_failures(good) == []
+    # within error: a small non-significant rise is allowed
+    wiggle = good.assign(identity_distance=[0.9, 0.92, 0.3], distance_low=[0.85, 0.87, 0.25],
+                         distance_high=[0.95, 0.97, 0.35])
+    assert X.distance_decrease_failures(wiggle) == []
+    rise = good.assign(identity_distance=[0.5, 0.9, 0.3], distance_low=[0.45, 0.85, 0.25],
+                       distance_high=[0.55, 0.95, 0.35])
+    assert len(X.distance_decrease_failures(rise)) == 1
+    flat = good.assign(identity_distance=[0.5, 0.5, 0.5], distance_low=[0.4] * 3, distance_high=[0.6] * 3)
+    assert len(X.distance_decrease_failures(flat)) == 1
+    with pytest.raises(ShapeError):
+        X.distance_decrease_failures(good.drop(columns="distance_low"))
+
+
+def test_latent_pair_distances_brute_force():
+    g = torch.Generator().manual_seed(1)
+    z = torch.randn(6, 3, generator=g, dtype=torch.float64) * 10
+    ids = torch.tensor([0, 0, 1, 1, 2, 2])
+    df = X.latent_pair_distances(z, ids, clip_norm=5.0)
+    zc = z * torch.clamp(5.0 / z.norm(dim=1, keepdim=True), max=1.0)
+    nearest = [min(float((zc[i] - zc[j]).norm()) for j in range(6) if ids[j] != ids[i]) for i in range(6)]
+    got = df[df.pair == "nearest other identity"].distance.tolist()
+    assert got == pytest.approx(nearest)
+    assert (df.pair == "any other identity").sum() == 12  # 15 pairs minus 3 same-identity pairs
+    assert df.distance.max() <= 10.0 + 1e-9
+    with pytest.raises(InsufficientDataError):
+        X.latent_pair_distances(z, torch.zeros(6), clip_norm=1.0)
+
+
+def test_image_grid():
+    import matplotlib.pyplot as plt
+
+    fig = X.image_grid({"a": torch.rand(5, 3, 8, 8), "b": torch.rand(3, 3, 8, 8)}, n_columns=4)
+    assert len(fig.axes) == 2 * 3
+    plt.close(fig)
+    with pytest.raises(InsufficientDataError):
+        X.image_grid({}, n_columns=2)
