@@ -73,11 +73,18 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator[Any]:
     try:
         with os.fdopen(fd, mode) as fh:
             yield fh
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; outputs get the user's usual permissions
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def save_figure(

@@ -107,6 +107,9 @@ def run_paper(
     executed_root = Path(executed_dir) if executed_dir else REPO_ROOT / "build" / "executed" / scale
     executed_root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".staging-{paper}-", dir=out_root))
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(staging, 0o777 & ~mask)  # mkdtemp creates 0700; the final folder gets the usual permissions
     t0 = time.perf_counter()
     result = RunResult(paper, "failed")
     try:
