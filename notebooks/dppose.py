@@ -1,0 +1,487 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Differentially private 2D human pose estimation
+#
+# **Paper.** Sivangi, Henderson, Deligianni, *Differentially Private 2D Human Pose Estimation*, CVPR 2026,
+# arXiv:2504.10190.
+#
+# The paper trains a SimCC pose network under (ε, δ)-differential privacy and compares four private
+# trainers with non-private training:
+#
+# - **DP-SGD**: per-record clipping to norm C, Gaussian noise, Poisson sampling;
+# - **projected DP-SGD**: the noisy gradient projected on the top-k eigenvectors of the gradient second
+#   moment of a *public* set (post-processing, same guarantee);
+# - **feature DP**: the clean gradient of a public *view* ψ(x) (a Gaussian blur) added to the DP-SGD
+#   gradient; private with respect to what the blur removes (feature-level DP, labels treated as public);
+# - **feature-projective DP** (the proposed method): the clean public-view gradient plus the *projected*
+#   DP-SGD gradient.
+#
+# This notebook reproduces, at the chosen scale: PCKh@0.5 of the five trainers over the paper's grid
+# ε ∈ {0.2, 0.4, 0.6, 0.8} with two clipping norms, from a public-data warm start and from scratch; the
+# "fraction of the privacy gap recovered" headline; PCKh per joint; qualitative predictions; the effect of the
+# subspace rank k; and the run-to-run spread over seeds.
+#
+# **Data at the default scale.** MPII, HumanArt and COCO cannot be downloaded here, and no pose dataset with
+# keypoints is installable offline. The default scale trains on `synthpose`, privkit's procedural
+# articulated figures with exact MPII keypoints, 64×64 pixels: the *private* split is rendered over real photo
+# backgrounds with natural clothing; the *public* split (warm start and subspace) is a different cartoon
+# style with disjoint identities and random streams — unlike the public code, whose "public" images were the
+# first training images. The network is privkit's 128k-parameter GroupNorm conv net with the paper's SimCC
+# head, not TinyViT-5M. The numbers are therefore far below the paper's MPII numbers and are not comparable
+# in absolute terms; the notebook prints the paper's numbers beside ours and compares the *orderings*.
+#
+# **Paper scale** (not run here): the same code reads MPII's train and validation splits from `data_root`
+# (`privkit.data.paper_loaders.load_mpii`, 256-px square crops) and the paper's ImageNet TinyViT-5M weights
+# from `<data_root>/weights/tiny_vit_5m/model.safetensors`, on a GPU. privkit has no COCO loader, so the public
+# set stays the synthpose public split, rendered at 256 px.
+#
+# privkit's readings where the paper is silent [I]: the public set for the subspace and the warm start is a
+# disjoint, differently styled synthetic split (the paper's: COCO pretraining); the blur ψ is the paper's
+# 25×25, σ = 10 at 256 px scaled to 64 px; the subspace uses m per-sample public gradients recomputed every
+# 50 steps at the current weights; the privacy-gap formula is the one that reproduces the paper's 73%.
+
+# %% tags=["parameters"]
+scale = "default"
+seed = 0
+data_root = None
+device = "auto"
+out_dir = "figures/dppose"
+
+# %%
+import time
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+import torch
+
+import privkit
+from privkit.data import load_pose
+from privkit.data.pose import load_synthpose
+from privkit.data.types import MPII_JOINTS
+from privkit.dppose import build_pose_model, count_parameters, evaluate_pckh, train
+from privkit.dppose import experiments as X
+from privkit.dppose.metrics import EXCLUDED_FROM_MEAN
+from privkit.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
+
+cfg = privkit.config.load("dppose", scale)
+dev = privkit.resolve_device(device)
+# Measured on 2 shared CPU cores: with two threads a DP-SGD epoch took 3-7x longer (wall and CPU) than with
+# one, because the threads fight the other processes for the cores; a GPU run keeps torch's default.
+if dev.type == "cpu":
+    torch.set_num_threads(1)
+set_theme()
+timer = SectionTimer()
+cpu0 = time.process_time()
+pd.set_option("display.width", 180, "display.max_columns", 40, "display.precision", 4)
+METHOD_NAMES = {"nonprivate": "non-private", "dpsgd": "DP-SGD", "projected": "projected DP-SGD",
+                "feature": "feature DP", "feature_projective": "feature-projective DP"}
+PALETTE = dict(zip(METHOD_NAMES, sns.color_palette("colorblind", 5)))
+print(privkit.config.PAPERS["dppose"].citation)
+print(f"scale={scale} seed={seed} device={dev}")
+print(cfg)
+
+# %% [markdown]
+# ## Design: what is trained, and why
+# The full product ε × C × method × init × seed is too large for the default budget (about ten minutes of
+# two CPU cores), so the design covers each question with the runs it needs, and every run is trained once
+# even when it serves several questions:
+#
+# - `grid`: DP-SGD and feature-projective DP at all four ε; projected and feature DP at the smallest and
+#   largest ε (main clipping norm, warm start);
+# - `clip`: the four private methods at the largest ε with the second clipping norm;
+# - `seeds`: DP-SGD, feature-projective DP and the non-private reference over several seeds at the largest ε
+#   (the run-to-run spread the closing check uses);
+# - `init`: training from scratch against the warm start at the largest ε;
+# - `k`: feature-projective DP at the largest ε with other subspace ranks.
+#
+# δ = 1e-5 for every private run (below 1/N for the N private images). Every run has the same optimiser
+# (AdamW, as the paper's code), learning rate, expected batch size B and number of steps; σ is calibrated
+# by the PRV accountant to the target ε over those steps and the reported ε is recomputed from the steps
+# actually run.
+
+# %%
+runs = X.design_runs(cfg, seed=seed)
+design = pd.DataFrame([{"run": r.label, "purposes": "+".join(r.purposes)} for r in runs])
+print(f"{len(runs)} runs:")
+print(design.to_string(index=False))
+eps_max = max(cfg.epsilons + cfg.epsilons_other)
+eps_min = min(cfg.epsilons)
+c_main = cfg.clips[0]
+
+# %% [markdown]
+# ## Data
+# Private training images, a held-out test set from the same private stream (images after the training
+# images; the same population of figures, new poses, backgrounds and views), and the public split.
+
+# %%
+with timer("data"):
+    if scale == "paper":
+        from privkit.data.paper_loaders import load_mpii
+
+        # all of MPII's training split at 256 px is about 18 GB of float32 images
+        private = load_mpii(data_root, split="train", size=cfg.image_size, n_samples=cfg.n_private or None,
+                            seed=seed, max_images=40_000, progress=True)
+        test = load_mpii(data_root, split="valid", size=cfg.image_size, n_samples=cfg.n_test or None, seed=seed,
+                         max_images=10_000, progress=True)
+    else:
+        private = load_synthpose(split="private", n=cfg.n_private, seed=seed, size=cfg.image_size, device="cpu")
+        test = load_synthpose(split="private", n=cfg.n_test, seed=seed, size=cfg.image_size, device="cpu",
+                              start=cfg.n_private)
+    public = load_pose("synthpose", split="public", n=cfg.n_public, seed=seed, size=cfg.image_size, device="cpu")
+    shared = set(private.identity.tolist()) & set(public.identity.tolist())
+    print(f"private: {len(private)} images ({private.name}); test: {len(test)}; public: {len(public)} ({public.name})")
+    print(f"visible joints: private {float(private.visible.float().mean()):.2f}, public "
+          f"{float(public.visible.float().mean()):.2f}; identities shared by private and public: {len(shared)}")
+    print(f"δ = {cfg.delta:g} (1/N = {1 / len(private):.2e})")
+
+# %% [markdown]
+# ## Warm start: non-private pretraining on the public split
+# The paper fine-tunes from COCO-pretrained weights (COCO public, MPII private). Here the warm start is the
+# same network trained non-privately on the public cartoon split; its PCKh on the private-style test set
+# shows how far the style gap leaves it from the private task.
+
+# %%
+def make_model(s: int, *, pretrained: bool = False) -> torch.nn.Module:
+    """A fresh network: the "scratch" start (random weights); warm runs load the pretraining over it."""
+    if cfg.backbone == "tiny_vit_5m":
+        weights = "random"
+        if pretrained:  # the paper's ImageNet TinyViT-5M, read from data_root (never downloaded)
+            weights = Path(data_root) / "weights" / "tiny_vit_5m" / "model.safetensors" if data_root else None
+        return build_pose_model(cfg.image_size, backbone="tiny_vit_5m", weights=weights, seed=s)
+    return build_pose_model(cfg.image_size, width=cfg.width, seed=s)
+
+
+with timer("pretrain"):
+    pre = train(make_model(seed, pretrained=True), public, method="nonprivate", epochs=cfg.pretrain_epochs,
+                batch_size=min(cfg.batch_size, len(public)), lr=cfg.pretrain_lr, seed=seed, device=dev)
+    warm_state = {k: v.detach().clone() for k, v in pre.model.state_dict().items()}
+    warm_test = evaluate_pckh(pre.model, test).mean
+    warm_pub = evaluate_pckh(pre.model, public).mean
+    print(f"network: {count_parameters(pre.model):,} trainable parameters; pretraining: {pre.steps} steps")
+    print(f"warm start PCKh@0.5: {warm_pub:.1f} on the public (training) split, {warm_test:.1f} on the private test set")
+    print(pre.guarantee.statement(), "-", pre.guarantee.protects, "(public data: no guarantee is needed)")
+
+# %% [markdown]
+# ## Training every run
+# Each private run prints the guarantee that holds (computed from the accountant's record of the steps run).
+# The training losses and clipped fractions in the table are computed on private data and are diagnostics
+# outside the guarantee.
+
+# %%
+def report(o: X.RunOutcome) -> None:
+    print(f"[{o.spec.label}] PCKh@0.5 = {o.pckh.mean:.2f}  ({o.steps} steps, {o.cpu_seconds:.0f} s CPU)")
+    if o.spec.epsilon is not None:
+        print("   ", o.guarantee)
+
+
+with timer("train"):
+    outcomes = X.run_design(
+        runs, private_set=private, test_set=test, make_model=make_model, warm_state=warm_state,
+        public_set=public, delta=cfg.delta, epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr,
+        n_public_grads=cfg.n_public_grads, refresh=cfg.refresh, n_show=cfg.n_show, accountant=cfg.accountant,
+        device=dev, progress=scale != "smoke", on_result=report)
+    df = pd.DataFrame([o.row() for o in outcomes])
+    save_table(df, out_dir, "table1_runs", caption="Every run: PCKh@0.5 on held-out data and the guarantee that holds")
+    print(df.drop(columns=["purposes", "wall_s"]).to_string(index=False))
+
+# %% [markdown]
+# ## PCKh@0.5 against ε (the paper's MPII grid)
+# Reproduces the paper's main comparison (its MPII tables; PAPERS.md §2.4 holds the numbers that could be
+# recovered). Left: ours, warm start, C = the main clipping norm; error bars at the largest ε are the
+# standard deviation over seeds. Right: the paper's MPII numbers (frozen-backbone fine-tuning, C = 0.01).
+
+# %%
+with timer("fig1"):
+    main = df[(df.init == "warm") & ((df.clip_norm == c_main) | df.clip_norm.isna()) & ((df.k == cfg.k) | df.k.isna())]
+    base = main[main.seed == seed]
+    spread = X.seed_spread(df)
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    ax = axes[0]
+    np_runs = main[main.method == "nonprivate"].pckh
+    ax.axhline(np_runs.mean(), color=PALETTE["nonprivate"], ls="--", label=METHOD_NAMES["nonprivate"])
+    if len(np_runs) > 1:
+        ax.axhspan(np_runs.mean() - np_runs.std(), np_runs.mean() + np_runs.std(), color=PALETTE["nonprivate"],
+                   alpha=0.15)
+    ax.axhline(warm_test, color="grey", ls=":", label="warm start (public only)")
+    plotted = []
+    for m in ("dpsgd", "projected", "feature", "feature_projective"):
+        d = base[base.method == m].sort_values("epsilon")
+        ax.plot(d.epsilon, d.pckh, "o-", color=PALETTE[m], label=METHOD_NAMES[m])
+        sp = spread[(spread.method == m) & (spread.epsilon == eps_max) & (spread.clip_norm == c_main)]
+        if len(sp) and sp.n_seeds.iloc[0] > 1:
+            ax.errorbar([eps_max], sp["mean"], yerr=sp["sd"], color=PALETTE[m], capsize=3, fmt="none")
+        plotted.append(d.assign(source="ours"))
+    ax.set(xlabel="ε (δ = %g)" % cfg.delta, ylabel="PCKh@0.5 (%)", title=f"ours: synthpose, C = {c_main:g}")
+    ax.legend(fontsize=6, loc="best")
+    ax = axes[1]
+    paper_rows = []
+    for (m, e), v in X.PAPER_MPII_PCKH.items():
+        paper_rows.append({"method": m, "epsilon": e, "pckh": v, "source": "paper MPII (C = 0.01)"})
+    paper_df = pd.DataFrame(paper_rows)
+    for m in ("dpsgd", "projected", "feature", "feature_projective"):
+        d = paper_df[paper_df.method == m].sort_values("epsilon")
+        ax.plot(d.epsilon, d.pckh, "o-", color=PALETTE[m], label=METHOD_NAMES[m])
+    ax.axhline(X.PAPER_NONPRIVATE_MPII, color=PALETTE["nonprivate"], ls="--", label="non-private")
+    ax.set(xlabel="ε", title="paper: MPII, frozen fine-tuning, C = 0.01")
+    ax.legend(fontsize=6)
+    fig1_data = pd.concat(plotted + [np_runs.to_frame().assign(method="nonprivate", source="ours"), paper_df],
+                          ignore_index=True)
+    save_figure(fig, out_dir, "fig1_pckh_vs_epsilon", fig1_data)
+    plt.show()
+    plt.close(fig)
+    print(base.pivot_table(index="method", columns="epsilon", values="pckh").round(2).to_string())
+
+# %% [markdown]
+# ### Beside the paper's numbers
+# The paper's MPII PCKh@0.5 (C = 0.01) and HumanArt AP next to ours (warm start, same seed, main C).
+
+# %%
+with timer("table2"):
+    comp = X.paper_comparison(df, clip=c_main, k=cfg.k, seed=seed)
+    save_table(comp, out_dir, "table2_paper_comparison",
+               caption="Ours (synthpose, 64 px, conv net) beside the paper's MPII PCKh@0.5 and HumanArt AP")
+    print(comp.to_string(index=False))
+    print("\nPaper (MPII, C = 0.01): DP-SGD 63.85 (ε=0.2) / 78.17 (ε=0.8); projected 78.48 / 80.63; feature DP 75.46 / "
+          "80.40; feature-projective 82.61 at ε=0.8; non-private 89.36.\n"
+          "Paper (HumanArt, ε=0.8, C=0.01): feature-projective 51.6 AP vs DP-SGD 39.0 AP (COCO OKS AP; privkit "
+          "has no HumanArt counterpart at this scale).\n"
+          "Our figures come from procedural 64-px figures, a 128k-parameter conv net, one short fine-tuning epoch and a\n"
+          "public set in another style; they differ from MPII in every absolute number. What can be compared is the\n"
+          "ordering of the methods and the shape of the curves in ε.")
+
+# %% [markdown]
+# ## Fraction of the privacy gap recovered
+# The paper's headline "feature-projective DP recovers 73% of the gap" is reproduced exactly by
+# (82.61 − 63.85) / (89.36 − 63.85) = 0.735: the low end is DP-SGD at ε = 0.2, not at the same ε. Both
+# readings are shown; the paper's is labelled "vs DP-SGD at ε_min".
+
+# %%
+with timer("fig2"):
+    paper_gap = X.gap_recovered(82.61, low=63.85, high=X.PAPER_NONPRIVATE_MPII)
+    paper_gap_same = X.gap_recovered(82.61, low=78.17, high=X.PAPER_NONPRIVATE_MPII)
+    gaps = X.gap_table(df, clip=c_main, k=cfg.k, seed=seed)
+    print("Formula used:", X.PAPER_GAP_FORMULA)
+    print(f"paper: (82.61 − 63.85) / (89.36 − 63.85) = {paper_gap:.3f}; against DP-SGD at the same ε = 0.8: "
+          f"(82.61 − 78.17) / (89.36 − 78.17) = {paper_gap_same:.3f}")
+    long = gaps.melt(id_vars=["method", "epsilon"], value_vars=["gap_paper", "gap_same_eps"], var_name="low_end",
+                     value_name="gap_recovered")
+    long["low_end"] = long.low_end.map({"gap_paper": f"vs DP-SGD at ε = {eps_min:g} (paper's)",
+                                        "gap_same_eps": "vs DP-SGD at the same ε"})
+    long = long[long.method != "dpsgd"].dropna()
+    long["name"] = long.method.map(METHOD_NAMES)
+    gap_order = [METHOD_NAMES[m] for m in ("projected", "feature", "feature_projective")]
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), sharey=True)
+    for ax, (lab, d) in zip(axes, long.groupby("low_end", sort=False)):
+        sns.barplot(data=d, x="epsilon", y="gap_recovered", hue="name", hue_order=gap_order,
+                    palette={METHOD_NAMES[m]: c for m, c in PALETTE.items()}, ax=ax)
+        ax.axhline(paper_gap if "paper" in lab else paper_gap_same, color="k", ls="--", lw=0.8,
+                   label="paper, feature-projective at ε = 0.8")
+        ax.axhline(0, color="k", lw=0.5)
+        ax.set(title=lab, xlabel="ε", ylabel="fraction of the gap recovered")
+        ax.legend(fontsize=6)
+    save_figure(fig, out_dir, "fig2_gap_recovered", long)
+    plt.show()
+    plt.close(fig)
+    fp = gaps[(gaps.method == "feature_projective") & (gaps.epsilon == eps_max)].iloc[0]
+    print(f"ours: ({fp.pckh:.2f} − {fp.dpsgd_low:.2f}) / ({fp.nonprivate:.2f} − {fp.dpsgd_low:.2f}) = {fp.gap_paper:.3f} "
+          f"(paper 0.735); against DP-SGD at the same ε: {fp.gap_same_eps:.3f} (paper 0.397)")
+    print(gaps.round(3).to_string(index=False))
+
+# %% [markdown]
+# ## PCKh per joint
+# Per-joint PCKh@0.5 at the largest ε (warm start, main C); the paper reports per-joint tables for MPII whose
+# numbers could not be recovered. Pelvis and thorax are shown but excluded from the mean (MPII protocol).
+
+# %%
+with timer("per_joint"):
+    pj = X.per_joint_table(outcomes, epsilon=eps_max, clip=c_main, k=cfg.k, seed=seed)
+    save_table(pj, out_dir, "table3_per_joint", caption=f"PCKh@0.5 per joint at epsilon = {eps_max:g}")
+    mat = pj.set_index("method")[list(MPII_JOINTS)].rename(index=METHOD_NAMES)
+    fig, ax = plt.subplots(figsize=(10, 2.8))
+    sns.heatmap(mat, annot=True, fmt=".0f", cmap="viridis", vmin=0, vmax=100, ax=ax, cbar_kws={"label": "PCKh@0.5"},
+                annot_kws={"fontsize": 6})
+    for j in EXCLUDED_FROM_MEAN:
+        ax.get_xticklabels()[j].set_color("grey")
+    ax.set(xlabel="", ylabel="", title=f"per-joint PCKh@0.5 at ε = {eps_max:g}, C = {c_main:g} (grey: not in the mean)")
+    save_figure(fig, out_dir, "fig3_per_joint", pj)
+    plt.show()
+    plt.close(fig)
+    print(pj.round(1).to_string(index=False))
+
+# %% [markdown]
+# ## Qualitative predictions
+# Held-out private-style images; ground truth in white, predictions in colour (visible joints only), one
+# column per method at the largest ε.
+
+# %%
+with timer("fig4"):
+    show = [o for o in outcomes if o.spec.init == "warm" and o.spec.seed == seed
+            and (o.spec.epsilon in (None, eps_max)) and o.spec.clip in (None, c_main) and o.spec.k in (None, cfg.k)]
+    show.sort(key=lambda o: list(METHOD_NAMES).index(o.spec.method))
+    n_img = min(cfg.n_show, len(test))
+    fig, axes = plt.subplots(n_img, len(show), figsize=(1.7 * len(show), 1.7 * n_img), squeeze=False)
+    rows = []
+    for i in range(n_img):
+        for j, o in enumerate(show):
+            ax = axes[i][j]
+            X.draw_pose(ax, test.keypoints[i], test.visible[i], color="white", lw=1.6, ms=6, image=test.images[i])
+            X.draw_pose(ax, o.predictions[i], test.visible[i], color=PALETTE[o.spec.method], lw=1.0, ms=5)
+            if i == 0:
+                ax.set_title(METHOD_NAMES[o.spec.method], fontsize=7)
+            err = (o.predictions[i] - test.keypoints[i]).norm(dim=-1)[test.visible[i]]
+            rows.append({"image": i, "method": o.spec.method, "epsilon": o.spec.epsilon,
+                         "mean_error_px": float(err.mean()) if err.numel() else float("nan")})
+    fig.suptitle(f"white: ground truth; colour: prediction (ε = {eps_max:g}, C = {c_main:g})", fontsize=8)
+    save_figure(fig, out_dir, "fig4_qualitative", pd.DataFrame(rows))
+    plt.show()
+    plt.close(fig)
+
+# %% [markdown]
+# ## Clipping norm and initialisation
+# Left: the paper's C grid at the largest ε (with AdamW and everything clipped, DP-SGD's update does not
+# depend on C; the feature methods do, because C sets the size of the noisy private part against the clean
+# public-view gradient). Right: the paper's training regimes, here a public-data warm start against training
+# from scratch, at the largest ε.
+
+# %%
+with timer("fig5"):
+    at = df[(df.epsilon == eps_max) | df.epsilon.isna()]
+    clip_d = at[(at.init == "warm") & (at.seed == seed) & at.purposes.str.contains("clip")].copy()
+    clip_d["C"] = clip_d.clip_norm.map(lambda c: f"C = {c:g}")
+    clip_d["name"] = clip_d.method.map(METHOD_NAMES)
+    init_d = at[(at.seed == seed) & at.purposes.str.contains("init")].copy()
+    init_d["name"] = init_d.method.map(METHOD_NAMES)
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
+    sns.barplot(data=clip_d, x="name", y="pckh", hue="C", ax=axes[0],
+                order=[n for m, n in METHOD_NAMES.items() if m in set(clip_d.method)])
+    axes[0].axhline(float(np_runs.mean()), color="k", ls="--", lw=0.8, label="non-private")
+    axes[0].set(xlabel="", ylabel="PCKh@0.5 (%)", title=f"clipping norm (ε = {eps_max:g})")
+    axes[0].tick_params(axis="x", labelsize=6)
+    axes[0].legend(fontsize=6, loc="upper left")
+    axes[0].set_ylim(0, 1.25 * max(float(clip_d.pckh.max()), float(np_runs.mean())))
+    sns.barplot(data=init_d, x="name", y="pckh", hue="init", hue_order=["warm", "scratch"], ax=axes[1],
+                order=[n for m, n in METHOD_NAMES.items() if m in set(init_d.method)])
+    axes[1].set(xlabel="", ylabel="", title=f"warm start vs scratch (ε = {eps_max:g}, C = {c_main:g})")
+    axes[1].tick_params(axis="x", labelsize=6)
+    axes[1].legend(fontsize=6)
+    save_figure(fig, out_dir, "fig5_clip_and_init", pd.concat([clip_d.assign(panel="clip"), init_d.assign(panel="init")]))
+    plt.show()
+    plt.close(fig)
+    print(clip_d.pivot_table(index="method", columns="clip_norm", values="pckh").round(2).to_string())
+    print(init_d.pivot_table(index="method", columns="init", values="pckh").round(2).to_string())
+    print("Paper (MPII, from scratch, C = 0.1, ε = 0.8): DP-SGD 6.85, feature DP 11.22, feature-projective 33.48; "
+          "at C = 1.0: DP-SGD 12.53 vs feature-projective 71.66 (ε probably 0.8).")
+
+# %% [markdown]
+# ## Effect of the subspace rank k
+# Feature-projective DP at the largest ε with m public per-sample gradients per subspace estimate. A small k
+# keeps less of the private gradient's signal, a large k lets in more noise (the noise in the projected
+# gradient has norm ∝ √k instead of √p).
+
+# %%
+with timer("fig6"):
+    kd = df[df.purposes.str.contains(r"\bk\b") & (df.method == "feature_projective")].sort_values("k")
+    fig, ax = plt.subplots(figsize=(4.5, 3.2))
+    ax.plot(kd.k, kd.pckh, "o-", color=PALETTE["feature_projective"], label="feature-projective DP")
+    dps = base[(base.method == "dpsgd") & (base.epsilon == eps_max)].pckh
+    if len(dps):
+        ax.axhline(float(dps.iloc[0]), color=PALETTE["dpsgd"], ls="--", label="DP-SGD")
+    fdp = base[(base.method == "feature") & (base.epsilon == eps_max)].pckh
+    if len(fdp):
+        ax.axhline(float(fdp.iloc[0]), color=PALETTE["feature"], ls=":", label="feature DP (no projection)")
+    ax.set(xscale="log", xlabel=f"k (m = {min(cfg.n_public_grads, len(public))} public gradients)",
+           ylabel="PCKh@0.5 (%)", title=f"ε = {eps_max:g}, C = {c_main:g}")
+    ax.legend(fontsize=6)
+    save_figure(fig, out_dir, "fig6_effect_of_k", kd[["k", "pckh", "epsilon", "clip_norm", "seed"]])
+    plt.show()
+    plt.close(fig)
+    print(kd[["k", "pckh"]].to_string(index=False))
+
+# %% [markdown]
+# ## Run-to-run spread
+# Seeds change the initialisation of the scratch runs, the Poisson sampling, the noise and the public
+# batches (the warm start is shared).
+
+# %%
+with timer("table4"):
+    save_table(spread, out_dir, "table4_seed_spread", caption=f"PCKh@0.5 over seeds at epsilon = {eps_max:g}")
+    print(spread.round(3).to_string(index=False))
+
+# %% [markdown]
+# ## Which of the paper's claims hold here
+# Each claim with the paper's numbers and ours (single runs of one seed; the run-to-run spread at the largest
+# ε is in the table above). This table reports; the next cell raises only for the two checks the project
+# commits to.
+
+# %%
+with timer("table5"):
+    claims = X.claims_table(df, epsilons=cfg.epsilons, clip=c_main, other_clips=cfg.clips[1:], k=cfg.k, seed=seed)
+    save_table(claims, out_dir, "table5_claims", caption="The paper's claims, its numbers and ours")
+    with pd.option_context("display.max_colwidth", 90):
+        print(claims.to_string(index=False))
+
+# %% [markdown]
+# **Reading the default-scale results honestly.**
+#
+# - *Feature-projective DP beats DP-SGD by far more than the run-to-run spread at every ε*, as in the paper,
+#   and it recovers a similar share of the privacy gap with the paper's formula. But here it is nearly flat
+#   in ε and in k: most of its gain comes from the clean, un-noised gradient of the blurred private images,
+#   not from the projected private gradient. That gradient is covered only by *feature-level* DP relative to
+#   the blur (labels and blurred images are treated as public; at 64 px the 7×7, σ = 2.5 px blur leaves the
+#   figure's silhouette and limb layout visible), a much weaker promise than DP-SGD's record-level guarantee — compare the `protects`
+#   lines of the printed guarantees.
+# - *Projected DP-SGD does not beat DP-SGD here*; it ends below its own warm start. The public split is a
+#   different (cartoon) style, and its top gradient directions at the public-pretrained weights keep much
+#   of the private gradient's norm but steer AdamW along few, high-curvature directions. In exploratory
+#   runs outside this notebook, SGD instead of AdamW, a smaller learning rate and larger k did not change the
+#   ordering. This is a genuine disagreement with the paper at this scale (its public data is COCO, a
+#   close match to MPII, and its backbone is frozen).
+# - *At C = 1 the ordering flips* (feature-projective below DP-SGD), unlike the paper's C = 1.0 numbers: with
+#   nothing clipped, the noise σC is a hundred times larger than at C = 0.01 and the projection concentrates
+#   it in the directions the public gradients use most.
+# - Warm starts help every method a lot, and from scratch feature-projective DP is far above DP-SGD, as in
+#   the paper.
+
+# %% [markdown]
+# ## Checks of the paper's claims at this scale
+# nbval fails the notebook when one of these stops holding. The guarantee check runs at every scale; the
+# comparison of feature-projective DP with DP-SGD needs several seeds and is skipped at the smoke scale.
+
+# %%
+failures = X.check_guarantees(outcomes)
+n_private_runs = sum(o.spec.epsilon is not None for o in outcomes)
+print(f"{n_private_runs} private runs; reported ε ≤ target for all: {not failures}")
+cmp = X.compare_within_spread(df, better="feature_projective", worse="dpsgd", epsilon=eps_max, clip=c_main, k=cfg.k)
+print(f"feature-projective vs DP-SGD at ε = {eps_max:g}: {cmp['mean_better']:.2f} vs {cmp['mean_worse']:.2f} "
+      f"(difference {cmp['diff']:+.2f}, run-to-run spread ±{cmp['spread']:.2f} over {cmp['n_better']} and "
+      f"{cmp['n_worse']} seeds)")
+if cmp["n_better"] > 1 and cmp["n_worse"] > 1:
+    if not cmp["holds"]:
+        failures.append(f"feature-projective DP ({cmp['mean_better']:.2f}) is below DP-SGD ({cmp['mean_worse']:.2f}) "
+                        f"by more than the run-to-run spread ({cmp['spread']:.2f}) at ε = {eps_max:g}")
+else:
+    print("skipped at this scale: the comparison needs at least two seeds per method")
+print("\n".join(failures) if failures else "All checks passed.")
+if failures:
+    raise AssertionError("; ".join(failures))
+
+# %%
+cpu_total = time.process_time() - cpu0
+write_run_manifest(out_dir, paper="dppose",
+                   parameters={"scale": scale, "seed": seed, "data_root": data_root, "device": device}, device=dev,
+                   timer=timer, extra={"cpu_seconds_notebook": round(cpu_total, 1), "n_runs": len(runs),
+                                       "torch_threads": torch.get_num_threads()})
+print({k: round(v, 1) for k, v in timer.seconds.items()}, f"total {timer.total:.1f} s wall, {cpu_total:.1f} s CPU")

@@ -1,0 +1,599 @@
+"""Experiment helpers of the DP pose notebook (``notebooks/dppose.py``).
+
+* :func:`design_runs` turns a scale preset into the list of training runs the notebook trains: the full
+  epsilon grid for DP-SGD and feature-projective DP, a shorter grid for projected and feature DP, the other
+  clipping norms, extra seeds, training from scratch and the effect of the subspace rank ``k`` -- each run
+  trained once even when it serves several purposes;
+* :func:`run_design` trains them (one call of :func:`~privkit.dppose.train.train` each) and evaluates
+  PCKh@0.5 on held-out data;
+* :func:`gap_recovered`, :func:`gap_table`, :func:`seed_spread`, :func:`per_joint_table`,
+  :func:`paper_comparison`, :func:`claims_table`, :func:`check_guarantees` and :func:`compare_within_spread`
+  summarise them;
+* :func:`draw_pose` draws a skeleton on an image.
+
+The paper's numbers (PAPERS.md §2.4) are in :data:`PAPER_MPII_PCKH`, :data:`PAPER_NONPRIVATE_MPII` and
+:data:`PAPER_HUMANART_AP`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pandas as pd
+import torch
+from torch import nn
+
+from .._validate import check_choice, check_int, check_real
+from ..data.types import MPII_JOINTS, PoseSet
+from ..errors import InsufficientDataError, InvalidArgumentError
+from ..privacy.guarantee import PrivacyGuarantee
+from .metrics import PCKhResult
+from .train import METHODS, evaluate_pckh, train
+
+__all__ = [
+    "PAPER_MPII_PCKH",
+    "PAPER_NONPRIVATE_MPII",
+    "PAPER_HUMANART_AP",
+    "PAPER_GAP_FORMULA",
+    "MPII_SKELETON",
+    "RunSpec",
+    "RunOutcome",
+    "design_runs",
+    "run_design",
+    "gap_recovered",
+    "gap_table",
+    "seed_spread",
+    "per_joint_table",
+    "paper_comparison",
+    "claims_table",
+    "check_guarantees",
+    "compare_within_spread",
+    "draw_pose",
+]
+
+#: MPII PCKh@0.5 (%) of the paper, frozen-backbone fine-tuning, C = 0.01: ``(method, epsilon) -> PCKh``.
+PAPER_MPII_PCKH: dict[tuple[str, float], float] = {
+    ("dpsgd", 0.2): 63.85,
+    ("dpsgd", 0.8): 78.17,
+    ("projected", 0.2): 78.48,
+    ("projected", 0.8): 80.63,
+    ("feature", 0.2): 75.46,
+    ("feature", 0.8): 80.40,
+    ("feature_projective", 0.8): 82.61,
+}
+
+#: The paper's non-private MPII PCKh@0.5 used in its "73% of the gap" headline (secondary source A, full fine-tune).
+PAPER_NONPRIVATE_MPII = 89.36
+
+#: HumanArt AP at epsilon = 0.8, C = 0.01, fine-tuning (paper: feature-projective; secondary source: DP-SGD).
+PAPER_HUMANART_AP: dict[str, float] = {"feature_projective": 51.6, "dpsgd": 39.0}
+
+#: The formula behind the paper's headline: (82.61 - 63.85) / (89.36 - 63.85) = 0.735.
+PAPER_GAP_FORMULA = (
+    "gap recovered = (PCKh(method, eps) - PCKh(DP-SGD, eps_min)) / (PCKh(non-private) - PCKh(DP-SGD, eps_min))"
+)
+
+#: Limbs of the MPII skeleton as joint-index pairs (MPII order, :data:`privkit.data.types.MPII_JOINTS`).
+MPII_SKELETON: tuple[tuple[int, int], ...] = (
+    (0, 1), (1, 2), (2, 6), (3, 6), (3, 4), (4, 5),      # legs to the pelvis
+    (6, 7), (7, 8), (8, 9),                              # spine, neck, head
+    (7, 12), (12, 11), (11, 10), (7, 13), (13, 14), (14, 15),  # arms
+)
+
+_PRIVATE = tuple(m for m in METHODS if m != "nonprivate")
+_PROJECTED = ("projected", "feature_projective")
+_INITS = ("warm", "scratch")
+
+
+# ---------------------------------------------------------------------------------------------- design
+@dataclass(frozen=True)
+class RunSpec:
+    """One training run of the notebook.
+
+    Attributes:
+        method: one of :data:`~privkit.dppose.train.METHODS`.
+        init: ``"warm"`` (from the public-data pretraining) or ``"scratch"``.
+        epsilon: target epsilon (None for ``nonprivate``).
+        clip: clipping norm C (None for ``nonprivate``).
+        k: subspace rank (projected methods only, else None).
+        seed: seed of the run (initialisation, sampling, noise).
+        purposes: what the run is used for: ``"grid"``, ``"clip"``, ``"seeds"``, ``"init"``, ``"k"``,
+            ``"reference"`` (the non-private reference).
+    """
+
+    method: str
+    init: str
+    epsilon: float | None
+    clip: float | None
+    k: int | None
+    seed: int
+    purposes: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """Identity of the run (everything but its purposes)."""
+        return (self.method, self.init, self.epsilon, self.clip, self.k, self.seed)
+
+    @property
+    def label(self) -> str:
+        """Short readable name, e.g. ``dpsgd warm eps=0.8 C=0.01 seed=0``."""
+        parts = [self.method, self.init]
+        if self.epsilon is not None:
+            parts += [f"eps={self.epsilon:g}", f"C={self.clip:g}"]
+        if self.k is not None:
+            parts.append(f"k={self.k}")
+        parts.append(f"seed={self.seed}")
+        return " ".join(parts)
+
+
+def design_runs(cfg: Any, *, seed: int = 0) -> list[RunSpec]:
+    """The runs a scale preset asks for, each trained once (purposes merged), in a fixed order.
+
+    With ``eps_max = max(cfg.epsilons + cfg.epsilons_other)`` and ``C1 = cfg.clips[0]`` (warm start, seed
+    ``seed``, rank ``cfg.k`` unless said otherwise):
+
+    * ``reference``/``seeds``: non-private, ``cfg.seeds`` seeds;
+    * ``grid``: DP-SGD and feature-projective at every ``cfg.epsilons``; projected and feature at every
+      ``cfg.epsilons_other`` (C1);
+    * ``clip``: the four private methods at ``eps_max`` with every other clipping norm of ``cfg.clips``;
+    * ``seeds``: DP-SGD and feature-projective at ``eps_max``, C1, ``cfg.seeds`` seeds;
+    * ``init``: every method of ``cfg.scratch_methods`` from scratch at ``eps_max``, C1, and its warm twin;
+    * ``k``: feature-projective at ``eps_max``, C1, with every rank of ``cfg.k_grid`` and ``cfg.k``.
+
+    Args:
+        cfg: a :class:`~privkit.dppose.presets.DPPoseConfig` (or any object with its fields).
+        seed: base seed; run seeds are ``seed, seed + 1, ...``.
+
+    Returns:
+        The list of :class:`RunSpec`.
+    """
+    seed = check_int("seed", seed, minimum=0)
+    eps_all = tuple(cfg.epsilons) + tuple(cfg.epsilons_other)
+    if not eps_all or not cfg.clips:
+        raise InvalidArgumentError(
+            f"cfg.epsilons + cfg.epsilons_other and cfg.clips must each hold at least one value, got "
+            f"{eps_all!r} and {tuple(cfg.clips)!r}"
+        )
+    n_seeds = check_int("cfg.seeds", cfg.seeds, minimum=1)
+    k0 = check_int("cfg.k", cfg.k, minimum=1)
+    for m in cfg.scratch_methods:
+        check_choice("cfg.scratch_methods", m, METHODS)
+    eps_max = max(float(e) for e in eps_all)
+    c1 = float(cfg.clips[0])
+    runs: dict[tuple[Any, ...], RunSpec] = {}
+
+    def add(method: str, purpose: str, *, epsilon: float | None = None, clip: float | None = None,
+            init: str = "warm", k: int | None = None, s: int = 0) -> None:
+        private = method != "nonprivate"
+        spec = RunSpec(
+            method=method, init=init,
+            epsilon=float(epsilon if epsilon is not None else eps_max) if private else None,
+            clip=float(clip if clip is not None else c1) if private else None,
+            k=(k if k is not None else k0) if method in _PROJECTED else None,
+            seed=seed + s,
+        )
+        old = runs.get(spec.key)
+        purposes = (old.purposes if old else ()) + ((purpose,) if not old or purpose not in old.purposes else ())
+        runs[spec.key] = replace(spec, purposes=purposes)
+
+    for s in range(n_seeds):
+        add("nonprivate", "reference" if s == 0 else "seeds", s=s)
+    add("nonprivate", "seeds")
+    for e in cfg.epsilons:
+        for m in ("dpsgd", "feature_projective"):
+            add(m, "grid", epsilon=float(e))
+    for e in cfg.epsilons_other:
+        for m in ("projected", "feature"):
+            add(m, "grid", epsilon=float(e))
+    for c in cfg.clips[1:]:
+        for m in _PRIVATE:
+            add(m, "clip", clip=float(c))
+    for m in _PRIVATE:
+        add(m, "clip")
+    for s in range(n_seeds):
+        for m in ("dpsgd", "feature_projective"):
+            add(m, "seeds", s=s)
+    for m in cfg.scratch_methods:
+        add(m, "init", init="scratch")
+        add(m, "init")
+    for kk in tuple(cfg.k_grid) + (k0,):
+        add("feature_projective", "k", k=int(kk))
+    return list(runs.values())
+
+
+# ---------------------------------------------------------------------------------------------- running
+@dataclass
+class RunOutcome:
+    """A trained and evaluated run.
+
+    Attributes:
+        spec: the run.
+        pckh: PCKh@0.5 on the test set.
+        guarantee: the privacy guarantee that holds (``epsilon = inf`` for non-private runs).
+        steps: optimiser steps; sample_rate: Poisson rate q; noise_multiplier: sigma (None if non-private).
+        history: the training history (diagnostics on private data, not covered by the guarantee).
+        predictions: (n_show, J, 2) predicted keypoints of the first ``n_show`` test images.
+        cpu_seconds, wall_seconds: cost of the training run (process CPU time, all threads).
+    """
+
+    spec: RunSpec
+    pckh: PCKhResult
+    guarantee: PrivacyGuarantee
+    steps: int
+    sample_rate: float
+    noise_multiplier: float | None
+    history: list[dict[str, Any]]
+    predictions: torch.Tensor
+    cpu_seconds: float
+    wall_seconds: float
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def row(self) -> dict[str, Any]:
+        """One flat row for a results table."""
+        s, g = self.spec, self.guarantee
+        last = self.history[-1] if self.history else {}
+        return {
+            "method": s.method, "init": s.init, "epsilon": s.epsilon, "clip_norm": s.clip, "k": s.k, "seed": s.seed,
+            "purposes": "+".join(s.purposes), "pckh": self.pckh.mean,
+            "epsilon_reported": g.epsilon, "delta": g.delta if s.epsilon is not None else float("nan"),
+            "noise_multiplier": self.noise_multiplier, "sample_rate": self.sample_rate, "steps": self.steps,
+            "final_loss": last.get("loss", float("nan")),
+            "clipped_fraction": last.get("clipped_fraction", float("nan")),
+            "cpu_s": self.cpu_seconds, "wall_s": self.wall_seconds,
+        }
+
+
+def run_design(
+    runs: Sequence[RunSpec],
+    *,
+    private_set: PoseSet,
+    test_set: PoseSet,
+    make_model: Callable[[int], nn.Module],
+    warm_state: dict[str, torch.Tensor] | None,
+    public_set: PoseSet | None,
+    delta: float,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    n_public_grads: int,
+    refresh: int,
+    n_show: int = 4,
+    accountant: str = "prv",
+    device: str | torch.device = "cpu",
+    progress: bool = False,
+    on_result: Callable[[RunOutcome], None] | None = None,
+) -> list[RunOutcome]:
+    """Train and evaluate every run of a design.
+
+    Args:
+        runs: the runs (see :func:`design_runs`).
+        private_set: private training data.
+        test_set: held-out evaluation data (PCKh@0.5).
+        make_model: ``seed -> fresh model`` (its initialisation is the "scratch" start).
+        warm_state: state dict of the public-data pretraining (needed by ``init="warm"`` runs).
+        public_set: public data disjoint from ``private_set`` (needed by the projected methods).
+        delta: target delta of the private runs.
+        epochs, batch_size, lr: training settings shared by every run (AdamW).
+        n_public_grads: public per-sample gradients per subspace estimate (capped at the public set size).
+        refresh: subspace refresh interval.
+        n_show: how many test images keep their predictions (qualitative figure).
+        accountant: ``"prv"`` or ``"rdp"``.
+        device: training device.
+        progress: show a progress bar over the runs (tqdm.auto).
+        on_result: called with each outcome as soon as it is ready (e.g. to print its guarantee).
+
+    Returns:
+        One :class:`RunOutcome` per run, in order.
+    """
+    n_show = check_int("n_show", n_show, minimum=0)
+    outcomes: list[RunOutcome] = []
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(runs), desc="runs")
+    for spec in runs:
+        if not isinstance(spec, RunSpec):
+            raise InvalidArgumentError(f"runs must hold RunSpec objects, got {type(spec).__name__}")
+        check_choice("init", spec.init, _INITS)
+        if spec.init == "warm" and warm_state is None:
+            raise InvalidArgumentError(f"run {spec.label!r} needs warm_state (the public-data pretraining)")
+        kwargs: dict[str, Any] = {}
+        if spec.method != "nonprivate":
+            kwargs.update(epsilon=spec.epsilon, delta=delta, clip=spec.clip, accountant=accountant)
+        if spec.method in _PROJECTED:
+            if public_set is None:
+                raise InsufficientDataError(f"run {spec.label!r} needs a public_set")
+            m = min(int(n_public_grads), len(public_set))
+            kwargs.update(public_set=public_set, k=min(int(spec.k), m), n_public=m, refresh=refresh)
+        t0, c0 = time.perf_counter(), time.process_time()
+        res = train(make_model(spec.seed), private_set, method=spec.method, epochs=epochs, batch_size=batch_size,
+                    lr=lr, seed=spec.seed, device=device,
+                    warm_start=warm_state if spec.init == "warm" else None, **kwargs)
+        cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+        score = evaluate_pckh(res.model, test_set)
+        pred = res.model.predict(test_set.images[:n_show]).cpu() if n_show else torch.empty(0, 16, 2)
+        out = RunOutcome(spec=spec, pckh=score, guarantee=res.guarantee, steps=res.steps,
+                         sample_rate=res.sample_rate, noise_multiplier=res.noise_multiplier, history=res.history,
+                         predictions=pred, cpu_seconds=cpu, wall_seconds=wall, config=res.config)
+        outcomes.append(out)
+        if bar is not None:
+            bar.update(1)
+        if on_result is not None:
+            on_result(out)
+    if bar is not None:
+        bar.close()
+    return outcomes
+
+
+# ---------------------------------------------------------------------------------------------- summaries
+def gap_recovered(value: float, *, low: float, high: float) -> float:
+    """Fraction of the privacy gap recovered: ``(value - low) / (high - low)``.
+
+    Args:
+        value: the method's score (e.g. PCKh of feature-projective DP at epsilon = 0.8).
+        low: the private baseline (the paper: DP-SGD at epsilon = 0.2).
+        high: the non-private score.
+
+    Returns:
+        The fraction (1 = the non-private score, 0 = the baseline; may leave [0, 1]).
+    """
+    v, lo, hi = (check_real(n, x) for n, x in (("value", value), ("low", low), ("high", high)))
+    if hi == lo:
+        raise InvalidArgumentError(f"high must differ from low to define a gap, both are {lo}")
+    return (v - lo) / (hi - lo)
+
+
+def _select(df: pd.DataFrame, *, init: str = "warm", clip: float | None = None, k: int | None = None,
+            seed: int | None = None) -> pd.DataFrame:
+    d = df[df.init == init]
+    if clip is not None:
+        d = d[(d.clip_norm == clip) | d.clip_norm.isna()]
+    if k is not None:
+        d = d[(d.k == k) | d.k.isna()]
+    if seed is not None:
+        d = d[d.seed == seed]
+    return d
+
+
+def gap_table(df: pd.DataFrame, *, clip: float, k: int, seed: int) -> pd.DataFrame:
+    """Fraction of the privacy gap recovered by every private method at every epsilon (warm start).
+
+    Two low ends: ``"paper"`` is DP-SGD at the smallest epsilon of the grid (the paper's formula,
+    :data:`PAPER_GAP_FORMULA`); ``"same_eps"`` is DP-SGD at the same epsilon.  The high end is the
+    non-private run of the same seed.
+
+    Args:
+        df: the results table (rows of :meth:`RunOutcome.row`).
+        clip, k, seed: which runs (clipping norm, rank of the projected methods, seed).
+
+    Returns:
+        Columns ``method, epsilon, pckh, nonprivate, dpsgd_low, gap_paper, dpsgd_same_eps, gap_same_eps``.
+    """
+    d = _select(df, clip=clip, k=k, seed=seed)
+    nonpriv = d[d.method == "nonprivate"].pckh
+    dp = d[d.method == "dpsgd"].set_index("epsilon").pckh
+    if nonpriv.empty or dp.empty:
+        raise InsufficientDataError("gap_table needs a non-private run and DP-SGD runs with these settings")
+    high = float(nonpriv.iloc[0])
+    eps_min = float(dp.index.min())
+    rows = []
+    for _, r in d[d.method != "nonprivate"].sort_values(["method", "epsilon"]).iterrows():
+        same = float(dp[r.epsilon]) if r.epsilon in dp.index else float("nan")
+        rows.append({
+            "method": r.method, "epsilon": r.epsilon, "pckh": r.pckh, "nonprivate": high,
+            "dpsgd_low": float(dp[eps_min]), "eps_low": eps_min,
+            "gap_paper": gap_recovered(r.pckh, low=float(dp[eps_min]), high=high),
+            "dpsgd_same_eps": same,
+            "gap_same_eps": gap_recovered(r.pckh, low=same, high=high) if same == same and same != high
+            else float("nan"),
+        })
+    return pd.DataFrame(rows)
+
+
+def seed_spread(df: pd.DataFrame) -> pd.DataFrame:
+    """Mean, standard deviation (ddof = 1), min and max of PCKh over the runs tagged ``"seeds"``.
+
+    Returns:
+        One row per (method, epsilon, clip_norm) with ``n_seeds, mean, sd, min, max``.
+    """
+    d = df[df.purposes.str.contains("seeds|reference")]
+    if d.empty:
+        raise InsufficientDataError("no runs are tagged 'seeds'")
+    g = d.groupby(["method", "epsilon", "clip_norm"], dropna=False).pckh
+    out = g.agg(n_seeds="count", mean="mean", sd="std", min="min", max="max").reset_index()
+    return out
+
+
+def per_joint_table(outcomes: Sequence[RunOutcome], *, epsilon: float, clip: float, k: int, seed: int) -> pd.DataFrame:
+    """PCKh@0.5 per joint of every method (warm start) at ``epsilon`` (and the non-private run).
+
+    Returns:
+        One row per method: ``method, mean`` and one column per MPII joint (pelvis and thorax are shown but
+        are not part of the mean, as in the MPII protocol).
+    """
+    rows = []
+    for o in outcomes:
+        s = o.spec
+        if s.init != "warm" or s.seed != seed:
+            continue
+        if s.method != "nonprivate" and (s.epsilon != epsilon or s.clip != clip or (s.k is not None and s.k != k)):
+            continue
+        rows.append({"method": s.method, **o.pckh.as_dict()})
+    if not rows:
+        raise InsufficientDataError(f"no warm-start runs at epsilon={epsilon}, clip={clip}, seed={seed}")
+    order = {m: i for i, m in enumerate(METHODS)}
+    return pd.DataFrame(rows).sort_values("method", key=lambda s: s.map(order)).reset_index(drop=True)
+
+
+def paper_comparison(df: pd.DataFrame, *, clip: float, k: int, seed: int) -> pd.DataFrame:
+    """The paper's MPII PCKh@0.5 (and HumanArt AP) beside ours, warm start, at the main clipping norm.
+
+    Returns:
+        Columns ``method, epsilon, paper_mpii_pckh (C=0.01), ours_pckh, paper_humanart_ap``; ours is NaN where
+        the run does not exist at this scale.
+    """
+    d = _select(df, clip=clip, k=k, seed=seed).set_index(["method", "epsilon"]).pckh
+    rows = [{"method": "nonprivate", "epsilon": float("inf"), "paper_mpii_pckh": PAPER_NONPRIVATE_MPII,
+             "ours_pckh": _nonprivate(df, seed), "paper_humanart_ap": float("nan")}]
+    for m in _PRIVATE:
+        for e in (0.2, 0.4, 0.6, 0.8):
+            paper = PAPER_MPII_PCKH.get((m, e), float("nan"))
+            ours = float(d[(m, e)]) if (m, e) in d.index else float("nan")
+            ha = PAPER_HUMANART_AP.get(m, float("nan")) if e == 0.8 else float("nan")
+            if math.isnan(paper) and math.isnan(ours):
+                continue
+            rows.append({"method": m, "epsilon": e, "paper_mpii_pckh": paper, "ours_pckh": ours,
+                         "paper_humanart_ap": ha})
+    return pd.DataFrame(rows)
+
+
+def _nonprivate(df: pd.DataFrame, seed: int) -> float:
+    d = df[(df.method == "nonprivate") & (df.init == "warm") & (df.seed == seed)].pckh
+    return float(d.iloc[0]) if len(d) else float("nan")
+
+
+def _value(df: pd.DataFrame, method: str, *, epsilon: float | None, clip: float | None, k: int | None, seed: int,
+           init: str = "warm") -> float:
+    d = df[(df.method == method) & (df.init == init) & (df.seed == seed)]
+    if method != "nonprivate":
+        d = d[(d.epsilon == epsilon) & (d.clip_norm == clip)]
+        if method in _PROJECTED:
+            d = d[d.k == k]
+    return float(d.pckh.iloc[0]) if len(d) else float("nan")
+
+
+def claims_table(df: pd.DataFrame, *, epsilons: Sequence[float], clip: float, other_clips: Sequence[float], k: int,
+                 seed: int) -> pd.DataFrame:
+    """The paper's qualitative claims, each with the paper's numbers and ours, and whether ours agree.
+
+    Every comparison is between single runs of the same seed (warm start unless stated); ``holds`` is None
+    where a run the claim needs was not trained at this scale.
+
+    Args:
+        df: the results table (rows of :meth:`RunOutcome.row`).
+        epsilons: the epsilon grid (the claims use its smallest and largest value, and all of it for the
+            monotonicity of DP-SGD).
+        clip: the main clipping norm; other_clips: the others.
+        k: rank of the projected methods; seed: which seed.
+
+    Returns:
+        Columns ``claim, paper, ours, holds``.
+    """
+    eps = sorted(float(e) for e in epsilons)
+    if not eps:
+        raise InvalidArgumentError("epsilons must not be empty")
+    lo, hi = eps[0], eps[-1]
+
+    def v(method: str, e: float | None = None, c: float | None = None, init: str = "warm") -> float:
+        return _value(df, method, epsilon=e, clip=clip if c is None else c, k=k, seed=seed, init=init)
+
+    rows: list[dict[str, Any]] = []
+
+    def add(claim: str, paper: str, pairs: Sequence[tuple[str, float, float]]) -> None:
+        vals = [(lab, a, b) for lab, a, b in pairs]
+        known = [(lab, a, b) for lab, a, b in vals if not (math.isnan(a) or math.isnan(b))]
+        ours = "; ".join(f"{lab}: {a:.2f} vs {b:.2f}" for lab, a, b in known) or "not run at this scale"
+        holds = None if len(known) < len(vals) or not known else all(a > b for _, a, b in known)
+        rows.append({"claim": claim, "paper": paper, "ours": ours, "holds": holds})
+
+    add("feature-projective DP > DP-SGD at every epsilon (C main)", "82.61 vs 78.17 at eps=0.8, C=0.01",
+        [(f"eps={e:g}", v("feature_projective", e), v("dpsgd", e)) for e in eps])
+    add("projected DP-SGD > DP-SGD", "78.48 vs 63.85 (eps=0.2), 80.63 vs 78.17 (eps=0.8)",
+        [(f"eps={e:g}", v("projected", e), v("dpsgd", e)) for e in sorted({lo, hi})])
+    add("feature DP > DP-SGD", "75.46 vs 63.85 (eps=0.2), 80.40 vs 78.17 (eps=0.8)",
+        [(f"eps={e:g}", v("feature", e), v("dpsgd", e)) for e in sorted({lo, hi})])
+    add("feature-projective DP > feature DP (the projection helps)", "82.61 vs 80.40 at eps=0.8",
+        [(f"eps={hi:g}", v("feature_projective", hi), v("feature", hi))])
+    add("DP-SGD improves with epsilon", "63.85 (eps=0.2) -> 78.17 (eps=0.8)",
+        [(f"eps={b:g} vs {a:g}", v("dpsgd", b), v("dpsgd", a)) for a, b in zip(eps, eps[1:])] or
+        [(f"eps={hi:g}", float("nan"), float("nan"))])
+    for c in other_clips:
+        add(f"feature-projective DP > DP-SGD at C={c:g}", "C=1.0: 71.66 vs 12.53 (eps probably 0.8)",
+            [(f"eps={hi:g}", v("feature_projective", hi, c), v("dpsgd", hi, c))])
+    add("feature-projective DP > DP-SGD from scratch", "33.48 vs 6.85 (scratch, C=0.1, eps=0.8)",
+        [(f"eps={hi:g}", v("feature_projective", hi, init="scratch"), v("dpsgd", hi, init="scratch"))])
+    scratch = sorted(set(df[df.init == "scratch"].method), key=list(METHODS).index)
+    add("public-data warm start > training from scratch", "fine-tuning >> scratch (e.g. DP-SGD 78.17 vs 6.85)",
+        [(m, v(m, None if m == "nonprivate" else hi, init="warm"), v(m, None if m == "nonprivate" else hi,
+                                                                     init="scratch")) for m in scratch]
+        or [("none", float("nan"), float("nan"))])
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------- checks
+def check_guarantees(outcomes: Sequence[RunOutcome], *, rtol: float = 1e-9) -> list[str]:
+    """Violations of "every private run's reported epsilon <= its target" (an empty list when none).
+
+    Also flags a private run whose guarantee is not finite or whose delta exceeds the target delta.
+    """
+    failures = []
+    for o in outcomes:
+        s, g = o.spec, o.guarantee
+        if s.epsilon is None:
+            continue
+        target_delta = o.config.get("delta")
+        if not math.isfinite(g.epsilon) or g.epsilon > s.epsilon * (1 + rtol):
+            failures.append(f"{s.label}: reported epsilon {g.epsilon:.6g} exceeds the target {s.epsilon:g}")
+        if target_delta is not None and g.delta > target_delta * (1 + rtol):
+            failures.append(f"{s.label}: reported delta {g.delta:.3g} exceeds the target {target_delta:.3g}")
+    return failures
+
+
+def compare_within_spread(df: pd.DataFrame, *, better: str, worse: str, epsilon: float, clip: float,
+                          k: int | None = None) -> dict[str, Any]:
+    """Is ``better`` >= ``worse`` within the run-to-run spread (warm start, runs tagged ``"seeds"``)?
+
+    The spread is the standard deviation of a difference of two single runs,
+    ``sqrt(sd_better^2 + sd_worse^2)`` (sample standard deviations over seeds; 0 with a single seed).
+    The claim holds when ``mean_better >= mean_worse - spread``.
+
+    Returns:
+        ``{"mean_better", "mean_worse", "diff", "spread", "n_better", "n_worse", "holds", "clearly_better"}``
+        (``clearly_better``: ``diff > spread``).
+    """
+    d = df[(df.init == "warm") & (df.epsilon == epsilon) & (df.clip_norm == clip) & df.purposes.str.contains("seeds")]
+    a = d[d.method == better]
+    if k is not None and better in _PROJECTED:
+        a = a[a.k == k]
+    b = d[d.method == worse]
+    if a.empty or b.empty:
+        raise InsufficientDataError(f"need seed runs of {better!r} and {worse!r} at epsilon={epsilon}, C={clip}")
+    sd_a = float(a.pckh.std()) if len(a) > 1 else 0.0
+    sd_b = float(b.pckh.std()) if len(b) > 1 else 0.0
+    spread = math.sqrt(sd_a**2 + sd_b**2)
+    diff = float(a.pckh.mean() - b.pckh.mean())
+    return {"mean_better": float(a.pckh.mean()), "mean_worse": float(b.pckh.mean()), "diff": diff,
+            "spread": spread, "n_better": len(a), "n_worse": len(b), "holds": diff >= -spread,
+            "clearly_better": diff > spread}
+
+
+# ---------------------------------------------------------------------------------------------- drawing
+def draw_pose(ax: Any, keypoints: torch.Tensor, visible: torch.Tensor | None = None, *, color: str = "tab:red",
+              lw: float = 1.2, ms: float = 8.0, label: str | None = None, image: torch.Tensor | None = None) -> None:
+    """Draw an MPII skeleton (limbs between visible joints, a dot per visible joint) on a matplotlib axis.
+
+    Args:
+        ax: matplotlib axes.
+        keypoints: (16, 2) pixel coordinates ``(x, y)``.
+        visible: (16,) bool; None draws every joint.
+        color, lw, ms: colour, line width and marker size.
+        label: legend label (attached to the joints).
+        image: optional (3, H, W) image in [0, 1] to show underneath (axes turned off).
+    """
+    kp = keypoints.detach().cpu().float()
+    if kp.shape != (len(MPII_JOINTS), 2):
+        raise InvalidArgumentError(f"keypoints must have shape (16, 2), got {tuple(kp.shape)}")
+    vis = torch.ones(len(MPII_JOINTS), dtype=torch.bool) if visible is None else visible.detach().cpu().bool()
+    if image is not None:
+        ax.imshow(image.detach().cpu().permute(1, 2, 0).clamp(0, 1).numpy(), interpolation="nearest")
+        ax.set_axis_off()
+    for a, b in MPII_SKELETON:
+        if vis[a] and vis[b]:
+            ax.plot([kp[a, 0], kp[b, 0]], [kp[a, 1], kp[b, 1]], "-", color=color, lw=lw)
+    ax.scatter(kp[vis, 0], kp[vis, 1], s=ms, color=color, label=label, zorder=3, edgecolors="none")
+

@@ -1,0 +1,115 @@
+"""Scale presets and artefacts of the DP pose notebook (``notebooks/dppose.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import register_presets
+
+
+@dataclass(frozen=True)
+class DPPoseConfig:
+    """Everything the scale decides in the DP pose notebook.
+
+    The experiment design (which runs are trained) is derived from these fields by
+    :func:`privkit.dppose.experiments.design_runs`.
+
+    Attributes:
+        dataset: private data: ``"synthpose"`` (procedural, embedded) or ``"mpii"`` (from ``data_root``).
+        image_size: square image side in pixels.
+        n_private: private training images (synthpose; MPII uses its whole train split when 0).
+        n_public: public images (synthpose ``public`` split: another style, disjoint identities).
+        n_test: held-out evaluation images (synthpose: the private stream after the training images;
+            MPII: its validation split, all of it when 0).
+        backbone: ``"convnet"`` (privkit's GroupNorm net) or ``"tiny_vit_5m"`` (the paper's, weights from
+            ``data_root``).
+        width: base width of the conv net.
+        pretrain_epochs: non-private epochs on the public set for the warm start.
+        pretrain_lr: learning rate of that pretraining.
+        batch_size: expected (Poisson) batch size of the private runs.
+        epochs: private fine-tuning epochs.
+        lr: learning rate of the private runs (AdamW, as the paper's code).
+        delta: target delta of every private run.
+        epsilons: epsilon grid of DP-SGD and feature-projective DP (the paper's grid).
+        epsilons_other: epsilon grid of projected and feature DP.
+        clips: clipping norms; the first is the main one, the others are run at ``max(epsilons)``.
+        seeds: seeds at ``max(epsilons)`` for DP-SGD vs feature-projective (and the non-private reference).
+        scratch_methods: methods also trained from scratch at ``max(epsilons)`` (warm start vs scratch).
+        k: subspace rank of the projected methods.
+        k_grid: further ranks for feature-projective DP at ``max(epsilons)`` (effect of k).
+        n_public_grads: public per-sample gradients per subspace estimate (m).
+        refresh: subspace refresh interval in steps.
+        n_show: test images in the qualitative figure.
+        accountant: ``"prv"`` or ``"rdp"``.
+    """
+
+    dataset: str
+    image_size: int
+    n_private: int
+    n_public: int
+    n_test: int
+    backbone: str
+    width: int
+    pretrain_epochs: int
+    pretrain_lr: float
+    batch_size: int
+    epochs: int
+    lr: float
+    delta: float
+    epsilons: tuple[float, ...]
+    epsilons_other: tuple[float, ...]
+    clips: tuple[float, ...]
+    seeds: int
+    scratch_methods: tuple[str, ...]
+    k: int
+    k_grid: tuple[int, ...]
+    n_public_grads: int
+    refresh: int
+    n_show: int
+    accountant: str
+
+
+_PAPER_EPS = (0.2, 0.4, 0.6, 0.8)
+
+SMOKE = DPPoseConfig(
+    dataset="synthpose", image_size=64, n_private=256, n_public=64, n_test=64,
+    backbone="convnet", width=16, pretrain_epochs=1, pretrain_lr=1e-3,
+    batch_size=32, epochs=1, lr=1e-3, delta=1e-5,
+    epsilons=(0.8,), epsilons_other=(0.8,), clips=(0.01,), seeds=1,
+    scratch_methods=("nonprivate",), k=16, k_grid=(4,), n_public_grads=32, refresh=4,
+    n_show=3, accountant="prv",
+)
+DEFAULT = DPPoseConfig(
+    dataset="synthpose", image_size=64, n_private=8192, n_public=4096, n_test=512,
+    backbone="convnet", width=16, pretrain_epochs=8, pretrain_lr=1e-3,
+    batch_size=64, epochs=1, lr=1e-3, delta=1e-5,
+    epsilons=_PAPER_EPS, epsilons_other=(0.2, 0.8), clips=(0.01, 1.0), seeds=3,
+    scratch_methods=("nonprivate", "dpsgd", "feature_projective"), k=100, k_grid=(10, 250),
+    n_public_grads=256, refresh=50, n_show=4, accountant="prv",
+)
+PAPER = DPPoseConfig(
+    dataset="mpii", image_size=256, n_private=0, n_public=4096, n_test=0,
+    backbone="tiny_vit_5m", width=16, pretrain_epochs=10, pretrain_lr=1e-3,
+    batch_size=32, epochs=25, lr=1e-3, delta=1e-5,
+    epsilons=_PAPER_EPS, epsilons_other=_PAPER_EPS, clips=(0.01, 0.1, 1.0), seeds=3,
+    scratch_methods=("nonprivate", "dpsgd", "feature", "feature_projective"), k=100, k_grid=(10, 30, 200),
+    n_public_grads=256, refresh=50, n_show=6, accountant="prv",
+)
+
+ARTEFACTS = (
+    ("fig1_pckh_vs_epsilon", "PCKh@0.5 of the five training methods against epsilon, warm start (paper's MPII grid, "
+                             "Tables 3-10 / abstract numbers)"),
+    ("fig2_gap_recovered", "fraction of the privacy gap recovered (the paper's 73% headline)"),
+    ("fig3_per_joint", "PCKh@0.5 per joint at the largest epsilon (paper's per-joint tables)"),
+    ("fig4_qualitative", "predicted vs ground-truth keypoints on held-out images (qualitative results)"),
+    ("fig5_clip_and_init", "effect of the clipping norm C and of warm start vs training from scratch (paper's "
+                           "C grid and training regimes)"),
+    ("fig6_effect_of_k", "feature-projective DP against the subspace rank k (privkit's ablation [I]: the paper's k is not known)"),
+    ("table1_runs", "every run: method, init, epsilon, C, k, seed, PCKh@0.5 and the (epsilon, delta, sigma) that hold"),
+    ("table2_paper_comparison", "our PCKh beside the paper's MPII PCKh@0.5 and HumanArt AP (PAPERS.md 2.4)"),
+    ("table3_per_joint", "PCKh@0.5 per joint and method at the largest epsilon"),
+    ("table4_seed_spread", "run-to-run spread over seeds at the largest epsilon"),
+    ("table5_claims", "the paper's qualitative claims, its numbers beside ours, and whether ours agree"),
+)
+
+register_presets("dppose", {"smoke": SMOKE, "default": DEFAULT, "paper": PAPER}, artefacts=ARTEFACTS)
