@@ -1,0 +1,679 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Identity leakage in image encoders and the Identity Sanitization Projection (ISP)
+#
+# **Paper.** George, Yeh, Lee, Zhang, *From Measurement to Mitigation: Quantifying and Reducing Identity
+# Leakage in Image Representation Encoders with Linear Subspace Removal*, CVPR 2026 (arXiv:2604.05296).
+#
+# The paper asks how much *identity* a frozen image encoder leaks to an attacker who holds its embeddings and a
+# few labelled images of *other* people, and removes it with ISP: the top-r left singular vectors of the
+# centred class-mean matrix of a labelled fitting set are projected out and the embedding re-normalised. This
+# notebook regenerates, with privkit's implementation:
+#
+# 1. the leakage table — TAR at low FAR of an open-set attacker (cosine, ridge and MLP probes) on raw embeddings,
+#    after ISP fitted in-domain (**ISP-W**) and after ISP fitted on the *other* face set (**ISP-X**), with the
+#    paper's CLIP/DINOv2/ArcFace numbers beside ours (paper Table 1);
+# 2. the face-versus-context attribution: FII by face-coverage ratio, CPI against face blur, B*;
+# 3. TAR and utility (kNN on non-identity attributes, copy detection) against the rank r;
+# 4. ISP against LEACE and INLP at equal rank; 5. principal angles between identity subspaces fitted on
+#    different data; 6. template inversion before and after ISP.
+#
+# ISP is a deterministic linear projection, not a differential-privacy mechanism: it comes with no
+# `PrivacyGuarantee`, and its protection is empirical — against the probes measured here (the paper itself calls
+# it certified against *linear* attackers only).
+#
+# **Data at the default scale.** CelebA, VGGFace2, CLIP, DINOv2 and ArcFace cannot be downloaded here. privkit
+# uses `lfw-subset-views` (the 100 real LFW face crops bundled with scikit-image, each its own identity, shown in
+# seeded synthetic views — pose, scale, lighting, blur, occluders — on real background photos; views are transforms
+# of one photo, not other photographs of the person) as the main set and the procedural `synthfaces` as the other
+# set for ISP-X. The encoders are the offline ones: dlib's ResNet face descriptor (the biometric reference, the
+# paper's ArcFace role), MTCNN's ONet and the age/gender CNN (face-trained, never on identities), PDQ and pHash
+# (perceptual hashes), raw pixels, and privkit's small self-supervised `ssl-small` (the general-encoder stand-in
+# for CLIP/DINOv2). Numbers therefore differ from the paper's; the paper's are printed beside ours with the
+# reasons. Items marked **[I]** are privkit's definitions where the paper is silent (PAPERS.md §1): the rank, the
+# probe details, FII/CPI/B*, the inversion attacks and thresholds.
+
+# %% tags=["parameters"]
+scale = "default"
+seed = 0
+data_root = None
+device = "auto"
+out_dir = "figures/isp"
+
+# %%
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import torch
+
+import privkit
+from privkit.data import load_faces, paper_loaders
+from privkit.data.splits import identity_splits
+from privkit.encoders import list_encoders, load_encoder
+from privkit.errors import PrivkitError
+from privkit.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
+from privkit.isp import experiments as X
+from privkit.isp import VerificationPairs, simple_augment, smallest_resolvable_far
+from tqdm.auto import tqdm
+
+cfg = privkit.config.load("isp", scale)
+dev = privkit.resolve_device(device)
+torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+set_theme()
+timer = SectionTimer()
+pd.set_option("display.width", 180, "display.max_columns", 30, "display.precision", 4)
+print(f"scale={scale} seed={seed} device={dev}")
+print(cfg)
+
+# %% [markdown]
+# ## Data, splits and embeddings
+# Identities are split into disjoint probe-fit / validation / test parts (the paper: 320 / 80 / 80). Encoders
+# marked `[box]` see the exact face box (face-crop models: dlib, age-gender, ONet as MTCNN uses it); `[image]`
+# see the whole 64-px image, face and background, as the paper's general encoders do. dlib and age-gender run at a
+# few images per second on a CPU, so embeddings are cached in `build/cache/` (owner-only files: they are biometric
+# templates).
+
+# %%
+with timer("embeddings"):
+    if scale == "paper":
+        faces = paper_loaders.load_celeba(data_root, min_images=cfg.images_per_identity, n_identities=cfg.n_identities,
+                                          images_per_identity=cfg.images_per_identity, size=cfg.face_size, seed=seed)
+        other = paper_loaders.load_vggface2(data_root, split="test", min_images=cfg.transfer_images,
+                                            n_identities=cfg.transfer_identities,
+                                            images_per_identity=cfg.transfer_images, size=cfg.face_size, seed=seed)
+    else:
+        faces = load_faces(cfg.face_set, n_identities=cfg.n_identities, images_per_identity=cfg.images_per_identity,
+                           size=cfg.face_size, context_leakage=cfg.context_leakage, seed=seed)
+        other = load_faces(cfg.transfer_set, n_identities=cfg.transfer_identities,
+                           images_per_identity=cfg.transfer_images, size=cfg.face_size,
+                           context_leakage=cfg.context_leakage, seed=seed)
+    parts = identity_splits(faces.identity, counts=cfg.split_counts, seed=seed)
+    masks = {k: torch.isin(faces.identity, v) for k, v in parts.items()}
+    available = {e.name: e.available for e in list_encoders(data_root=data_root)}
+    encoders, emb, emb_other, rows = {}, {}, {}, []
+    for spec in tqdm(cfg.encoders, desc="embeddings", disable=scale == "smoke"):
+        name, mode = spec.split(":")
+        label = f"{name} [{mode}]"
+        if not available.get(name, False):
+            why = "; ".join(e.detail for e in list_encoders(data_root=data_root) if e.name == name)
+            print(f"skipping {label}: not available here ({why})")
+            continue
+        if name not in encoders:
+            encoders[name] = load_encoder(name, device=dev, data_root=data_root)
+        enc = encoders[name]
+        enc.reset_failures()
+        emb[label] = X.embed_faces(enc, faces, input=mode, seed=seed)
+        emb_other[label] = X.embed_faces(enc, other, input=mode, seed=seed)
+        rows.append({"encoder": label, "kind": enc.kind, "dim": emb[label].shape[1],
+                     "failures_to_enrol (uncached images)": enc.failures_to_enrol})
+    labels = list(emb)
+    biometric = {lab for lab in labels if encoders[lab.split(" ")[0]].kind == "face-recognition"}
+    splits = {lab: {k: (emb[lab][m], faces.identity[m]) for k, m in masks.items()} for lab in labels}
+    print(f"{faces.name}: {len(faces)} images of {faces.n_identities} identities; "
+          f"{other.name} (ISP-X fit): {len(other)} images of {other.n_identities} identities")
+    print({k: f"{len(v)} identities, {int(masks[k].sum())} images" for k, v in parts.items()})
+    print(pd.DataFrame(rows).to_string(index=False))
+
+# %% [markdown]
+# ### Which FAR the data can resolve
+# A FAR α is reported only if the impostor pairs allow at least 10 false accepts (α ≥ 10 / #pairs, privkit's rule;
+# DESIGN.md §8). The paper's 1,600-image test set gives ≈ 1.26 M impostor pairs and resolves 1e-4; ours is much
+# smaller, so the lowest resolvable FAR is higher, and no TAR is ever printed below it. **Chance reference:** a score
+# that does not depend on identity accepts genuine pairs at the same rate as impostors, so its TAR at FAR α is α
+# (the realised FAR column): "near chance" below means "TAR within its interval of the FAR".
+
+# %%
+n_imp = {k: VerificationPairs.create(faces.identity[masks[k]]).n_impostor_pairs for k in ("val", "test")}
+floor = max(smallest_resolvable_far(n) for n in n_imp.values())
+resolvable = [f for f in cfg.fars if f >= floor * (1 - 1e-12)]
+far_lo = min(resolvable)
+k_max = max(cfg.ks)
+print(f"validation/test impostor pairs: {n_imp['val']} / {n_imp['test']} -> smallest resolvable FAR {floor:.2e}")
+print(f"reported FARs: {list(cfg.fars)}; resolvable: {resolvable}; the lowest, {far_lo:g}, is used below "
+      f"(the paper's 1e-4 is {'resolvable' if 1e-4 >= floor else 'NOT resolvable'} here)")
+
+# %% [markdown]
+# ## 1. Leakage before and after ISP (paper Table 1)
+# The attacker fits a probe on the probe-fit identities (k labelled images each), picks its hyperparameters and the
+# threshold on the validation identities, and is scored on the test identities ([I]: k = probe-fit shots,
+# single-image templates; ridge λ from a 13-point log grid; MLP d→512→256 with early stopping, PAPERS.md §1.3).
+# ISP-W is fitted on the probe-fit identities of the same set, ISP-X on the other set, both at rank
+# r = `cfg.isp_rank` [I: the paper's r was not found]. Every transform is applied to all three splits: the
+# attacker only ever sees sanitised embeddings. Intervals: 95% identity bootstrap of the test identities.
+
+# %%
+with timer("leakage"):
+    fits, projectors, tables, cells = {}, {}, [], {}
+    r_max_w = min(max(cfg.ranks), len(parts["train"]) - 1)
+    r_max_x = min(max(cfg.ranks), other.n_identities - 1)
+    for lab in labels:
+        tr_emb, tr_id = splits[lab]["train"]
+        d = tr_emb.shape[1]
+        fits[lab] = {
+            "ISP-W": X.fit_eraser("isp", tr_emb, tr_id, rank=min(r_max_w, d)),
+            "ISP-X": X.fit_eraser("isp", emb_other[lab], other.identity, rank=min(cfg.isp_rank, r_max_x, d)),
+        }
+        r_main = min(cfg.isp_rank, fits[lab]["ISP-W"].rank, fits[lab]["ISP-X"].rank)
+        projectors[lab] = {k: X.truncate_eraser(v, r_main) for k, v in fits[lab].items()}
+        tr = {"raw": None, **projectors[lab]}
+        lin = [p for p in cfg.probes if p != "mlp"]
+        t, res = X.verification_table(splits[lab], tr, probes=lin, ks=cfg.ks, fars=cfg.fars, n_boot=cfg.n_boot,
+                                      seed=seed, ridge_lambdas=cfg.ridge_lambdas, keep_results=True)
+        if "mlp" in cfg.probes:  # the MLP only at the largest k: with one shot per identity it has nothing to learn
+            t2, _ = X.verification_table(splits[lab], tr, probes=("mlp",), ks=(max(cfg.ks),), fars=cfg.fars,
+                                         n_boot=cfg.n_boot, seed=seed,
+                                         mlp_options={"max_epochs": cfg.mlp_epochs, "patience": cfg.mlp_patience})
+            t = pd.concat([t, t2], ignore_index=True)
+        t.insert(0, "encoder", lab)
+        t.insert(1, "rank", r_main)
+        tables.append(t)
+        cells[lab] = res
+    leak = pd.concat(tables, ignore_index=True)
+    leak["probe"] = leak["probe"].replace({"raw": "cosine"})
+    bad = leak[(leak.far < floor * (1 - 1e-12)) & leak.tar.notna()]
+    print(f"rows with a TAR below the resolvable FAR: {len(bad)} (must be 0)")
+
+    lo = leak[np.isclose(leak.far, far_lo)]
+    wide = lo.pivot_table(index=["encoder", "probe", "k"], columns="transform", values=["tar", "tar_low", "tar_high"],
+                          sort=False)
+    wide.columns = [f"{t}_{v}" for v, t in wide.columns]
+    wide = wide.reset_index()
+    wide.insert(3, "far", far_lo)
+    chance = lo[lo["transform"] == "raw"][["encoder", "probe", "k", "realised_far"]].rename(columns={"realised_far": "chance_tar"})
+    wide = wide.merge(chance, on=["encoder", "probe", "k"], how="left")
+    save_table(wide, out_dir, "table1_leakage",
+               caption=f"TAR at FAR={far_lo:g} (lowest resolvable; chance = realised FAR), raw vs ISP-W vs ISP-X")
+    show = wide[["encoder", "probe", "k", "chance_tar"]].copy()
+    for t in ("raw", "ISP-W", "ISP-X"):
+        show[t] = [f"{100 * a:5.1f} [{100 * b:4.1f}, {100 * c:4.1f}]" for a, b, c in
+                   zip(wide[f"{t}_tar"], wide[f"{t}_tar_low"], wide[f"{t}_tar_high"])]
+    show["chance_tar"] = (100 * show["chance_tar"]).map("{:.2f}".format)
+    print(f"Reproduces paper Table 1 (TAR %, FAR = {far_lo:g}, 95% identity-bootstrap CI; k = probe-fit shots; "
+          f"cosine needs no shots):")
+    print(show.to_string(index=False))
+
+# %% [markdown]
+# The paper's numbers (ridge, CelebA-20, TAR at FAR = 1e-4, k = 16) beside ours (ridge, TAR at our lowest resolvable
+# FAR, k = 1 and the largest k we have). They are not comparable one to one: different encoders, data, scale and
+# FAR. The paper's *pattern*: the face-recognition reference leaks far more than any other encoder; ISP-W and ISP-X
+# lower the ridge TAR of encoders that leak; ISP-X (fitted on another dataset) does about as well as ISP-W. The
+# paired comparisons below say which parts of the pattern hold here.
+
+# %%
+with timer("leakage"):
+    paper = pd.DataFrame([{"source": "paper (CelebA-20, FAR 1e-4, k=16)", "encoder": e, "far": 1e-4, "k_max": 16,
+                           **{c: v for c, v in vals.items()}} for e, vals in X.PAPER_RIDGE_TAR.items()])
+    paper = paper.rename(columns={"k16_raw": "kmax_raw", "k16_ispw": "kmax_ispw", "k16_ispx": "kmax_ispx"})
+    ours = []
+    ridge = lo[lo.probe == "ridge"]
+    for lab in labels:
+        r = ridge[ridge.encoder == lab].set_index(["transform", "k"]).tar * 100
+        ours.append({"source": f"privkit ({faces.name}, FAR {far_lo:g}, k={k_max})", "encoder": lab, "far": far_lo,
+                     "k_max": k_max, "k1_raw": r.get(("raw", min(cfg.ks)), np.nan),
+                     "k1_ispw": r.get(("ISP-W", min(cfg.ks)), np.nan), "kmax_raw": r.get(("raw", k_max), np.nan),
+                     "kmax_ispw": r.get(("ISP-W", k_max), np.nan), "kmax_ispx": r.get(("ISP-X", k_max), np.nan)})
+    table2 = pd.concat([paper, pd.DataFrame(ours)], ignore_index=True)
+    if min(cfg.ks) == k_max:
+        table2.loc[table2.source.str.startswith("privkit"), ["k1_raw", "k1_ispw"]] = np.nan
+    save_table(table2, out_dir, "table2_paper_reference", caption="Ridge TAR (%): the paper's numbers and ours")
+    print(table2.to_string(index=False, na_rep="—", float_format="{:.1f}".format))
+    print("\nPaper headline: CLIP 19.8 → 13.0 (ISP-W) → 10.2 (ISP-X); DINOv2 5.7 → 4.4 → 4.2; ArcFace 94.0 (no ISP).")
+
+# %% [markdown]
+# ### Does ISP lower what leaks? Paired comparisons
+# An encoder *leaks* when its raw ridge TAR at the lowest resolvable FAR lies above the chance reference by more
+# than its interval (lower bound > realised FAR), and leaks *clearly* when the excess over chance is larger than the
+# whole interval width [I] — only then can a drop be resolved with this many test identities. The drop raw − ISP
+# is measured on the same test identities with a *paired* identity bootstrap (both sides resampled together),
+# which is far tighter than comparing two separate intervals.
+
+# %%
+with timer("leakage"):
+    comp = []
+    for lab in labels:
+        raw_row = lo[(lo.encoder == lab) & (lo.probe == "ridge") & (lo["transform"] == "raw") & (lo.k == k_max)].iloc[0]
+        leaks = bool(raw_row.tar_low > raw_row.realised_far)
+        clear = bool(raw_row.tar - raw_row.realised_far > raw_row.tar_high - raw_row.tar_low)
+        for t in ("ISP-W", "ISP-X"):
+            pc = X.paired_comparison(cells[lab], ("raw", "ridge", k_max), (t, "ridge", k_max), far=far_lo,
+                                     n_boot=max(cfg.n_boot, 200), seed=seed)
+            comp.append({"encoder": lab, "leaks": leaks, "clear_leak": clear, "transform": t, "raw_tar": pc["tar_a"],
+                         "isp_tar": pc["tar_b"], "drop": pc["difference"], "drop_low": pc["low"],
+                         "drop_high": pc["high"], "chance": raw_row.realised_far})
+    comp = pd.DataFrame(comp)
+    print((comp.set_index(["encoder", "transform"]) * 1).to_string(float_format="{:.4f}".format))
+    for lab in comp[comp.leaks].encoder.unique():
+        w, x_ = (comp[(comp.encoder == lab) & (comp["transform"] == t)].iloc[0] for t in ("ISP-W", "ISP-X"))
+        sig = lambda c: "significant" if c.drop_low > 0 else "not significant"  # noqa: E731
+        print(f"{lab}: ridge TAR {100 * w.raw_tar:.1f}% -> ISP-W {100 * w.isp_tar:.1f}% ({sig(w)}), "
+              f"ISP-X {100 * x_.isp_tar:.1f}% ({sig(x_)})")
+
+# %%
+with timer("leakage"):
+    fig, axes = plt.subplots(1, len(cfg.probes), figsize=(4.2 * len(cfg.probes), 3.6), sharey=True, squeeze=False)
+    plot_df = lo[(lo.k == k_max) | (lo.probe == "cosine")]
+    order = ["raw", "ISP-W", "ISP-X"]
+    colours = dict(zip(order, ["#4c72b0", "#dd8452", "#55a868"]))
+    for ax, probe in zip(axes[0], ["cosine" if p == "raw" else p for p in cfg.probes]):
+        sub = plot_df[plot_df.probe == probe]
+        x = np.arange(len(labels))
+        for j, t in enumerate(order):
+            s = sub[sub["transform"] == t].set_index("encoder").reindex(labels)
+            ax.bar(x + (j - 1) * 0.27, 100 * s.tar, 0.27, color=colours[t], label=t,
+                   yerr=[100 * (s.tar - s.tar_low), 100 * (s.tar_high - s.tar)], capsize=2, error_kw={"lw": 0.7})
+        ax.axhline(100 * far_lo, color="k", ls=":", lw=0.8, label=f"chance (= FAR {far_lo:g})")
+        ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
+        ax.set(yscale="symlog", title=f"{probe} probe" + ("" if probe == "cosine" else f", k = {k_max}"))
+    axes[0][0].set_ylabel(f"TAR (%) at FAR = {far_lo:g}")
+    axes[0][0].legend(fontsize=7)
+    save_figure(fig, out_dir, "fig1_leakage", leak)
+    plt.show()
+    plt.close(fig)
+
+# %% [markdown]
+# ## 2. Face versus context (paper's attribution study)
+# All privkit's definitions [I] (PAPERS.md §1.4): face and an equal-area background region get the same Gaussian
+# blur; FII = Δ_face − Δ_context with Δ = 1 − cos(z, z_perturbed) (normalised FII_n ∈ [−1, 1]; > 0: the face
+# matters more), binned by face-coverage ratio (FCR); CPI(σ) = how often a face-blurred query is closer to a
+# stranger in the *same scene* than to its own identity in another scene (> 0.5: context-preferring); B* = the
+# smallest revealed fraction of another image's background at which a composite is closer to that image than to
+# its own identity (small: context dominates). Only whole-image encoders are meaningful here; dlib and age-gender
+# see face crops (and detect faces at a few images per second), so they are left out.
+
+# %%
+with timer("attribution"):
+    pool = faces.subset(masks["val"] | masks["test"])
+    attr, fii_rows, cpi_rows, bstar_rows, summary = {}, [], [], [], []
+    for spec in cfg.attribution_encoders:
+        name, mode = spec.split(":")
+        lab = f"{name} [{mode}]"
+        if name not in encoders:
+            print(f"skipping {lab}: not loaded")
+            continue
+        a = X.attribution_tables(encoders[name], pool, fii_images=cfg.fii_images, sigma=cfg.fii_sigma,
+                                 n_context_regions=cfg.fii_regions, fcr_bins=cfg.fcr_bins, cpi_sigmas=cfg.cpi_sigmas,
+                                 cpi_queries=cfg.cpi_queries, bstar_pairs=cfg.bstar_pairs, bstar_betas=cfg.bstar_betas,
+                                 seed=seed)
+        attr[lab] = a
+        fii_rows.append(a["fii_by_fcr"].assign(encoder=lab))
+        if a["cpi"] is not None:
+            cpi_rows.append(a["cpi"].assign(encoder=lab))
+        else:
+            print(f"{lab}: CPI not computed ({a['cpi_note']})")
+        bstar_rows.append(a["bstar"].curve.assign(encoder=lab))
+        b = a["bstar"]
+        summary.append({"encoder": lab, "fii_mean": a["fii"].fii.mean(), "fii_normalised_mean": a["fii"].fii_normalised.mean(),
+                        "share_face_dominant": float((a["fii"].fii > 0).mean()),
+                        "cpi_no_blur": a["cpi"].cpi.iloc[0] if a["cpi"] is not None else np.nan,
+                        "cpi_max_blur": a["cpi"].cpi.iloc[-1] if a["cpi"] is not None else np.nan,
+                        "b_star_median": b.median if math.isfinite(b.median) else np.nan,
+                        "never_flipped": b.never_flipped})
+    table3 = pd.DataFrame(summary)
+    save_table(table3, out_dir, "table3_attribution",
+               caption="Attribution: mean FII, CPI without and with the strongest face blur, median B* (NaN: > 1)")
+    fii_df = pd.concat(fii_rows, ignore_index=True)
+    cpi_df = pd.concat(cpi_rows, ignore_index=True) if cpi_rows else pd.DataFrame(columns=["sigma", "cpi", "sem", "encoder"])
+    bst_df = pd.concat(bstar_rows, ignore_index=True)
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+    for lab, g in fii_df.groupby("encoder", sort=False):
+        xm = (g.fcr_low + g.fcr_high) / 2
+        axes[0].errorbar(xm, g.fii_normalised_mean, yerr=g.fii_normalised_sem.fillna(0), marker="o", ms=3, capsize=2, label=lab)
+    axes[0].axhline(0, color="k", lw=0.6)
+    axes[0].set(xlabel="face coverage ratio (bin centre)", ylabel="FII_n  (> 0: face matters more)", title="FII by FCR")
+    for lab, g in cpi_df.groupby("encoder", sort=False):
+        axes[1].errorbar(g.sigma, g.cpi, yerr=g["sem"], marker="o", ms=3, capsize=2, label=lab)
+    axes[1].axhline(0.5, color="k", lw=0.6, ls=":")
+    axes[1].set(xlabel="face blur σ (px)", ylabel="CPI (> 0.5: context-preferring)", title="CPI vs blur")
+    for lab, g in bst_df.groupby("encoder", sort=False):
+        axes[2].plot(g.beta, g.fraction_flipped, marker="o", ms=3, label=lab)
+    axes[2].set(xlabel="revealed background fraction β", ylabel="pairs closer to the background's image",
+                title="B* stress test")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    long_attr = pd.concat([fii_df.assign(panel="fii_by_fcr"), cpi_df.assign(panel="cpi"), bst_df.assign(panel="bstar")],
+                          ignore_index=True)
+    save_figure(fig, out_dir, "fig2_attribution", long_attr)
+    plt.show()
+    plt.close(fig)
+    print("Reproduces the paper's attribution study (it gives no numbers; its conclusion: encoders are "
+          "context-dominant):")
+    print(table3.to_string(index=False))
+    ctx = table3[table3.cpi_no_blur > 0.5].encoder.tolist()
+    print(f"\nCPI > 0.5 (a face-blurred query is closer to a stranger in its own scene than to itself elsewhere) for "
+          f"{len(ctx)} of {len(table3)} encoders: {ctx}.\nFII_n > 0 on average for "
+          f"{int((table3.fii_normalised_mean > 0).sum())} of {len(table3)}: blurring the face moves the embedding more "
+          "than blurring an equal area of background, even where the background decides matching (CPI, B*).")
+
+# %% [markdown]
+# ## 3. TAR and utility against the rank r; 4. ISP vs LEACE vs INLP
+# ISP is nested in r (the top-r singular directions), so one fit per set serves the whole sweep; LEACE (its
+# closed form, rank-truncated [I]) and INLP (one ridge-classifier direction per iteration [I]) are fitted on the
+# same probe-fit embeddings and compared at equal rank. Utility, as % of raw (paper §1.6 uses ImageNet kNN):
+# kNN (k = `cfg.knn_k`) of the *non-identity* attributes of the views (lighting, occluder, blur, pose, flip,
+# background scene), bank = images of the probe-fit and validation identities, queries = test identities; only
+# attributes the raw encoder predicts above chance count (see `utility_table`). Copy detection: augmented copies
+# (crop, flip, colour, noise) of test images retrieved among their originals (whole-image encoders only: the copies
+# move the face, and the face-crop encoders need its box). Caveat of this data: in `lfw-subset-views` an identity
+# *is* one photograph (its views are transforms of it), so the identity subspace is also the subspace that tells
+# photographs apart — copy detection is expected to lose more here than on real face data, where a person has
+# many different photographs.
+
+# %%
+with timer("rank_sweep"):
+    sweep, util, base_rows = [], [], []
+    gen_aug = torch.Generator().manual_seed(seed)
+    test_idx = torch.nonzero(masks["test"]).flatten()
+    ref_idx = test_idx[torch.randperm(test_idx.numel(), generator=gen_aug)[: cfg.copy_references]]
+    copies = simple_augment(faces.images[ref_idx], generator=gen_aug)
+    bank_m, query_m = masks["train"] | masks["val"], masks["test"]
+    for lab in labels:
+        name, mode = lab.split(" ")[0], lab.split("[")[1].rstrip("]")
+        tr_emb, tr_id = splits[lab]["train"]
+        d = tr_emb.shape[1]
+        transforms = {}
+        fitted = fits[lab]["ISP-W"]
+        for r in sorted({min(r, fitted.rank) for r in cfg.ranks}):
+            transforms[("ISP-W", r)] = X.truncate_eraser(fitted, r)
+        for method in ("leace", "inlp"):
+            r_top = min(max(cfg.baseline_ranks), fits[lab]["ISP-W"].rank)
+            try:
+                fitted = X.fit_eraser(method, tr_emb, tr_id, rank=r_top)
+            except PrivkitError as err:
+                print(f"{lab}: {method} not fitted ({err})")
+                continue
+            for r in sorted({min(r, r_top) for r in cfg.baseline_ranks}):
+                transforms[(method.upper(), r)] = X.truncate_eraser(fitted, r)
+        named = {f"{m} r={r}": fn for (m, r), fn in transforms.items()}
+        t, _ = X.verification_table(splits[lab], {"raw": None, **named}, probes=("ridge",), ks=(k_max,), fars=(far_lo,),
+                                    n_boot=cfg.n_boot, seed=seed, ridge_lambdas=cfg.ridge_lambdas)
+        key = {"raw": ("raw", 0), **{f"{m} r={r}": (m, r) for (m, r) in transforms}}
+        t["method"] = [key[v][0] for v in t["transform"]]
+        t["rank"] = [key[v][1] for v in t["transform"]]
+        t.insert(0, "encoder", lab)
+        sweep.append(t)
+        knn = (emb[lab][bank_m], {a: v[bank_m] for a, v in faces.attributes.items()},
+               emb[lab][query_m], {a: v[query_m] for a, v in faces.attributes.items()})
+        cd = None
+        if mode == "image":
+            enc = encoders[name]
+            cd = (emb[lab][ref_idx], enc.embed(copies).float().cpu())
+        u = X.utility_table(named, knn=knn, copy=cd, k=cfg.knn_k)
+        u["method"] = [key[v][0] for v in u["transform"]]
+        u["rank"] = [key[v][1] for v in u["transform"]]
+        u.insert(0, "encoder", lab)
+        util.append(u)
+    sweep = pd.concat(sweep, ignore_index=True)
+    util = pd.concat(util, ignore_index=True)
+    informative = util[util.informative]
+    util_sum = (informative.assign(family=np.where(informative.metric.str.startswith("knn"), "knn", informative.metric))
+                .groupby(["encoder", "method", "rank", "family"]).retention_pct.mean().unstack("family").reset_index())
+    save_table(util, out_dir, "table4_utility",
+               caption="Utility after ISP/LEACE/INLP as % of raw: kNN on non-identity attributes, copy detection")
+    print("kNN attributes the raw encoders predict above chance (bank: probe-fit + validation identities):")
+    print(util[(util.method == "ISP-W") & (util["rank"] == util["rank"].min())][["encoder", "metric", "raw", "chance", "informative"]]
+          .to_string(index=False))
+
+# %%
+with timer("rank_sweep"):
+    ranks_w = sweep[sweep.method.isin(["raw", "ISP-W"])]
+    n = len(labels)
+    fig, axes = plt.subplots(2, n, figsize=(2.3 * n, 5.2), sharex=True, squeeze=False)
+    for j, lab in enumerate(labels):
+        ax = axes[0][j]
+        raw_t = ranks_w[(ranks_w.encoder == lab) & (ranks_w.method == "raw")].iloc[0]
+        g = ranks_w[(ranks_w.encoder == lab) & (ranks_w.method == "ISP-W")].sort_values("rank")
+        ax.plot(g["rank"], 100 * g.tar, "o-", ms=3, label="ISP-W")
+        ax.fill_between(g["rank"], 100 * g.tar_low, 100 * g.tar_high, alpha=0.2)
+        for method, mk in (("LEACE", "s"), ("INLP", "^")):
+            g = sweep[(sweep.encoder == lab) & (sweep.method == method)]
+            ax.plot(g["rank"], 100 * g.tar, mk, ms=4, label=method)
+        ax.axhline(100 * raw_t.tar, color="#4c72b0", lw=0.8, label="raw")
+        ax.axhline(100 * far_lo, color="k", ls=":", lw=0.8, label="chance")
+        ax.set(xscale="log", title=lab, ylim=(0, None))
+        ax.title.set_fontsize(7)
+        ax2 = axes[1][j]
+        g = util_sum[(util_sum.encoder == lab) & (util_sum.method == "ISP-W")].sort_values("rank")
+        for col, mk in (("knn", "o-"), ("copy:recall@1", "s-"), ("copy:mAP", "^-")):
+            if col in g.columns and g[col].notna().any():
+                ax2.plot(g["rank"], g[col], mk, ms=3, label=col)
+        ax2.axhline(100, color="k", lw=0.6)
+        ax2.axhline(90, color="grey", lw=0.6, ls=":")
+        ax2.set(xscale="log", xlabel="rank r")
+    axes[0][0].set_ylabel(f"ridge TAR (%) at FAR {far_lo:g}")
+    for ax in axes[1]:
+        ax.set_xticks([r for r in sorted(set(sweep["rank"])) if r > 0], [str(r) for r in sorted(set(sweep["rank"])) if r > 0],
+                      fontsize=6)
+    axes[1][0].set_ylabel("utility, % of raw (ISP-W)")
+    for row in axes:
+        handles = {h.get_label(): h for ax in row for h in ax.get_lines() if not h.get_label().startswith("_")}
+        row[-1].legend(handles.values(), handles.keys(), fontsize=6, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    save_figure(fig, out_dir, "fig3_rank", pd.concat([sweep.assign(panel="tar"), util_sum.assign(panel="utility")],
+                                                     ignore_index=True))
+    plt.show()
+    plt.close(fig)
+
+# %%
+with timer("rank_sweep"):
+    b = sweep[sweep.method.isin(["ISP-W", "LEACE", "INLP"]) & sweep["rank"].isin(cfg.baseline_ranks + (r_max_w,))]
+    table5 = b[["encoder", "method", "rank", "tar", "tar_low", "tar_high"]].merge(
+        util_sum, on=["encoder", "method", "rank"], how="left")
+    table5 = table5.sort_values(["encoder", "rank", "method"]).reset_index(drop=True)
+    save_table(table5, out_dir, "table5_baselines",
+               caption=f"ISP vs LEACE vs INLP: ridge TAR at FAR {far_lo:g} and utility (% of raw)")
+    print(f"ISP vs LEACE vs INLP at equal rank (ridge TAR at FAR {far_lo:g}; utility % of raw). The paper's ImageNet "
+          "kNN retention: DINOv2 100.1 (ISP) / 100.0 (LEACE), CLIP 98.3 / 98.5, SSCD 85.4 / 85.7:")
+    print(table5.to_string(index=False, float_format="{:.3f}".format))
+
+# %% [markdown]
+# ## 5. Do identity subspaces transfer? (principal angles)
+# The paper reports principal-angle cosines > 0.99 between identity subspaces fitted on disjoint datasets. Here:
+# ISP fitted on the probe-fit identities (ISP-W), on the disjoint validation + test identities of the same set
+# (fitted only for this comparison), and on the other set (ISP-X), all at rank r = `cfg.isp_rank`; beside them the
+# mean cosine expected between two *random* r-dimensional subspaces.
+
+# %%
+with timer("subspaces"):
+    ang = []
+    for lab in labels:
+        held = masks["val"] | masks["test"]
+        r = projectors[lab]["ISP-W"].rank
+        p_held = X.fit_eraser("isp", emb[lab][held], faces.identity[held], rank=r)
+        t = X.subspace_angles({"ISP-W (probe-fit ids)": projectors[lab]["ISP-W"], "ISP (val+test ids)": p_held,
+                               "ISP-X (other set)": projectors[lab]["ISP-X"]})
+        t.insert(0, "encoder", lab)
+        ang.append(t)
+    table6 = pd.concat(ang, ignore_index=True)
+    save_table(table6, out_dir, "table6_subspaces", caption="Principal-angle cosines between fitted identity subspaces")
+    print(table6.to_string(index=False, float_format="{:.3f}".format))
+    print("\nPaper: cosines > 0.99 between CelebA and VGGFace2 subspaces (real photographs, large encoders). Here the "
+          f"mean cosine ranges from {table6.mean_cos.min():.2f} to {table6.mean_cos.max():.2f} (chance "
+          f"{table6.chance_mean_cos.min():.2f}–{table6.chance_mean_cos.max():.2f}); only the top directions agree closely "
+          f"(max cosine up to {table6.max_cos.max():.3f}).")
+
+# %% [markdown]
+# ## 6. Template inversion before and after ISP (paper §1.5)
+# The attacker trains a decoder from embeddings to images on auxiliary identities (regression, Vec2Face-like) and,
+# for differentiable encoders, searches the decoder's latent so that the encoder's embedding of the reconstruction
+# matches the leaked one (optimisation, ALSUV-like); against ISP the attacker knows the projector and inverts the
+# sanitised embeddings. Success: dlib (the biometric reference, not used by the attacks) verifies the reconstruction
+# against the target image at its FAR = `cfg.reference_far` threshold, set on the validation identities [I]; both
+# images are embedded with the target's face box. The control decodes *another* target's embedding; the margin is
+# the mean gain in dlib cosine over that control. The dlib row inverts dlib's own embeddings (regression only: dlib
+# is not differentiable) — it is **not** disjoint from the reference, so it is an optimistic contrast, standing in for
+# the paper's FR-embedding inversions (67–100% success there, ≈ 0% for DINO/CLIP/SSCD).
+
+# %%
+with timer("inversion"):
+    ref_lab = next(iter(biometric), None)
+    inv, recs = pd.DataFrame(), {}
+    if ref_lab is None:
+        print("no biometric reference encoder available: inversion skipped")
+    else:
+        ref_enc = encoders[ref_lab.split(" ")[0]]
+        tau_ref = X.reference_threshold_from_embeddings(*splits[ref_lab]["val"], far=cfg.reference_far)
+        g = torch.Generator().manual_seed(seed + 1)
+        tgt = test_idx[torch.randperm(test_idx.numel(), generator=g)[: cfg.inversion_targets]]
+        train_idx = torch.nonzero(masks["train"]).flatten()
+        aux = train_idx[torch.randperm(train_idx.numel(), generator=g)[: cfg.inversion_aux]]
+        attacked = {}
+        for spec in cfg.inversion_encoders:
+            name, mode = spec.split(":")
+            lab = f"{name} [{mode}]"
+            if lab not in emb:
+                print(f"skipping {lab}: not available")
+                continue
+            for cond, proj in (("raw", None), ("ISP-W", projectors[lab]["ISP-W"])):
+                fn = (lambda z: z) if proj is None else proj
+                attacked[f"{lab} {cond}"] = (X.ProjectedEncoder(encoders[name], proj), fn(emb[lab][aux]), fn(emb[lab][tgt]))
+        if cfg.inversion_fr_contrast:
+            for cond, proj in (("raw", None), ("ISP-W", projectors[ref_lab]["ISP-W"])):
+                fn = (lambda z: z) if proj is None else proj
+                attacked[f"{ref_lab} {cond}"] = (None, fn(emb[ref_lab][aux]), fn(emb[ref_lab][tgt]))
+        inv, recs = X.inversion_study(attacked, faces.images[aux], faces.images[tgt], faces.box[tgt], ref_enc, tau_ref,
+                                      resolution=cfg.inversion_resolution, attacks=cfg.inversion_attacks,
+                                      epochs=cfg.inversion_epochs, steps=cfg.inversion_steps, seed=seed)
+        inv.insert(1, "condition", [e.rsplit(" ", 1)[1] for e in inv.encoder])
+        inv["encoder"] = [e.rsplit(" ", 1)[0] for e in inv.encoder]
+        inv["reference_far"] = cfg.reference_far
+        save_table(inv, out_dir, "table7_inversion",
+                   caption=f"Inversion success (dlib verification at FAR {cfg.reference_far:g}, Wilson 95% CI)")
+        print(f"dlib threshold at FAR {cfg.reference_far:g} (validation identities): cos > {tau_ref:.4f}")
+        print(inv.drop(columns=["threshold", "reference_far"]).to_string(index=False, float_format="{:.3f}".format))
+        att = inv[inv.attack != "control"]
+        print(f"\n{int((att.success_rate * att.n_targets).round().sum())} of {int(att.n_targets.sum())} reconstructions "
+              f"verified; largest identity margin over the control {att.margin.max():+.4f} dlib-cosine units. The paper "
+              "reports ≈ 0% for non-FR encoders and 67–100% for FR embeddings with pretrained generative inverters.")
+        fr = att[(att.encoder == ref_lab) & (att.condition == "raw")]
+        if len(fr) and (fr.success_rate == 0).all() and (fr.margin_low <= 0).all():
+            print("Here even the FR (dlib) embeddings are not inverted by privkit's small decoders (trained on the "
+                  "probe-fit identities only): the attack, not ISP, is the bottleneck, so this audit cannot separate "
+                  "raw from ISP at this scale.")
+
+# %%
+with timer("inversion"):
+    if len(inv):
+        fig, axes = plt.subplots(1, 2, figsize=(11, 0.32 * len(inv) + 1.2), sharey=True)
+        keys = list(inv.encoder + " " + inv.condition + " / " + inv.attack)
+        y = np.arange(len(inv))[::-1]
+        cols = np.where(inv.condition == "raw", "#4c72b0", "#dd8452")
+        for i in range(len(inv)):
+            r = inv.iloc[i]
+            axes[0].errorbar(100 * r.success_rate, y[i], xerr=[[100 * (r.success_rate - r.ci_low)], [100 * (r.ci_high - r.success_rate)]],
+                             fmt="o", color=cols[i], capsize=2, ms=4)
+            axes[0].text(100 * r.ci_high + 1, y[i], f"{round(r.success_rate * r.n_targets)}/{r.n_targets}", va="center", fontsize=6)
+            if r.attack != "control":
+                axes[1].errorbar(r.margin, y[i], xerr=[[r.margin - r.margin_low], [r.margin_high - r.margin]], fmt="s",
+                                 color=cols[i], capsize=2, ms=4)
+        axes[0].set_yticks(y, keys, fontsize=7)
+        axes[0].set(xlabel=f"reconstructions verified by dlib at FAR {cfg.reference_far:g} (%, Wilson 95% CI)", xlim=(-2, 105))
+        axes[1].axvline(0, color="k", lw=0.6)
+        axes[1].set(xlabel="dlib cosine gain over the control (mean, 95% CI)")
+        axes[1].xaxis.set_major_locator(plt.MaxNLocator(5))
+        fig.tight_layout()
+        save_figure(fig, out_dir, "fig4_inversion", inv)
+        plt.show()
+        plt.close(fig)
+        show_keys = [k for k in recs if k.endswith("/regression")][:4]
+        n_show = min(6, len(tgt))
+        fig, axes = plt.subplots(len(show_keys) + 1, n_show, figsize=(1.3 * n_show, 1.35 * (len(show_keys) + 1)),
+                                 squeeze=False)
+        for j in range(n_show):
+            axes[0][j].imshow(faces.images[tgt[j]].permute(1, 2, 0).numpy())
+            for i, k in enumerate(show_keys, 1):
+                axes[i][j].imshow(recs[k][j].permute(1, 2, 0).clamp(0, 1).numpy())
+        for i, k in enumerate(["target"] + show_keys):
+            axes[i][0].set_ylabel(k.replace("/regression", ""), fontsize=6, rotation=0, ha="right", va="center")
+        for a in axes.flat:
+            a.set_xticks([])
+            a.set_yticks([])
+        shown = pd.DataFrame({"row": ["target"] + show_keys, "images": n_show,
+                              "target_indices": [" ".join(str(int(i)) for i in tgt[:n_show])] * (len(show_keys) + 1)})
+        save_figure(fig, out_dir, "fig5_reconstructions", shown)
+        plt.show()
+        plt.close(fig)
+
+# %% [markdown]
+# ## Checks of the paper's claims at this scale
+# nbval fails the notebook when one of these stops holding. Claims that smoke-scale noise could flip are checked at
+# the default scale only (and say so). Where a claim of the paper does not hold on this data, the check asserts
+# what is honestly expected here and the text says so: (i) a drop in TAR is required only of encoders that leak
+# *clearly* (marginal leaks of 1–2% at FAR 1e-3 cannot resolve a drop with 20 test identities); (ii) kNN utility
+# must not fall *significantly* below 90% of raw (with ~240 queries and near-chance raw accuracies the retention
+# ratio itself is too noisy for a hard 90% line); (iii) copy-detection retention is reported, not asserted (see
+# section 3).
+
+# %%
+failures, notes = [], []
+# 1. never a TAR below the resolvable FAR
+if len(bad):
+    failures.append(f"{len(bad)} TARs reported below the smallest resolvable FAR {floor:.2e}")
+# 2. full-rank ISP makes the fitting identities' class means coincide (before re-normalisation), for every encoder
+for lab in labels:
+    p = fits[lab]["ISP-W"]
+    if p.rank == len(parts["train"]) - 1:
+        tr_emb, tr_id = splits[lab]["train"]
+        flat = tr_emb.double() - (tr_emb.double() @ p.basis.double()) @ p.basis.double().T
+        means = torch.stack([flat[tr_id == i].mean(0) for i in torch.unique(tr_id)])
+        spread = float((means - means.mean(0)).norm(dim=1).max())
+        if spread > 1e-5:
+            failures.append(f"{lab}: full-rank ISP leaves fitting class means {spread:.2e} apart")
+if scale != "smoke":
+    clear = comp[comp.clear_leak & (comp["transform"] == "ISP-W")]
+    notes.append(f"clear leakers (raw ridge TAR above chance by more than its CI width): {list(clear.encoder)}; "
+                 f"leaking only marginally: {sorted(set(comp[comp.leaks & ~comp.clear_leak].encoder))}")
+    # 3. ISP-W lowers the ridge TAR of every clearly leaking encoder by more than the paired interval (lower bound > 0)
+    for _, c in clear.iterrows():
+        if not c.drop_low > 0:
+            failures.append(f"{c.encoder}: ISP-W does not lower the ridge TAR beyond its interval "
+                            f"({100 * c.raw_tar:.1f}% -> {100 * c.isp_tar:.1f}%, drop CI [{100 * c.drop_low:.1f}, {100 * c.drop_high:.1f}])")
+    # ... and raises it significantly for no leaking encoder
+    for _, c in comp[comp.leaks & (comp["transform"] == "ISP-W")].iterrows():
+        if c.drop_high < 0:
+            failures.append(f"{c.encoder}: ISP-W raises the ridge TAR ({100 * c.raw_tar:.1f}% -> {100 * c.isp_tar:.1f}%)")
+    # 4. the ridge TAR does not rise with rank beyond the interval slack (ISP-W), for every clearly leaking encoder
+    for lab in clear.encoder:
+        curve = sweep[(sweep.encoder == lab) & sweep.method.isin(["raw", "ISP-W"])]
+        for msg in X.rises_with_rank(curve):
+            failures.append(f"{lab}: {msg}")
+    # 5. utility of the non-biometric encoders at the main rank (ISP-W): kNN accuracy on every informative
+    #    non-identity attribute is not significantly below 90% of raw (one-sided, binomial SE of the queries);
+    #    copy detection stays far above chance (>= 10x). Copy-detection *retention* is reported, not asserted: in
+    #    lfw-subset-views an identity is one photo, so the identity subspace is also what tells photos apart.
+    r_chk = min(cfg.isp_rank, r_max_w)
+    main_u = util[(util.method == "ISP-W") & (util["rank"] == r_chk) & ~util.encoder.isin(biometric) & util.informative]
+    for _, u in main_u.iterrows():
+        if u.metric.startswith("knn"):
+            se = math.sqrt(max(u.transformed * (1 - u.transformed), 1e-12) / u.n_queries)
+            if u.transformed + 1.96 * se < 0.9 * u.raw:
+                failures.append(f"{u.encoder}: {u.metric} falls to {u.retention_pct:.1f}% of raw after ISP-W "
+                                f"(r={r_chk}), significantly below 90%")
+        elif u.metric == "copy:recall@1" and u.transformed < 10 * u.chance:
+            failures.append(f"{u.encoder}: copy-detection Recall@1 after ISP-W ({u.transformed:.3f}) is within 10x "
+                            f"of chance ({u.chance:.4f})")
+else:
+    notes.append("smoke scale: the ISP-vs-raw, rank-monotonicity and utility checks need the default scale's "
+                 "identities and are skipped")
+print("\n".join(notes))
+print("\n".join(failures) if failures else "All checks passed.")
+if failures:
+    raise AssertionError("; ".join(failures))
+
+# %%
+write_run_manifest(out_dir, paper="isp",
+                   parameters={"scale": scale, "seed": seed, "data_root": data_root, "device": device}, device=dev,
+                   timer=timer, extra={"lowest_resolvable_far": far_lo, "smallest_resolvable_far": floor,
+                                       "encoders": labels})
+print({k: round(v, 1) for k, v in timer.seconds.items()}, f"total {timer.total:.1f} s")

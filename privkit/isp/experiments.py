@@ -1,0 +1,705 @@
+"""The experiments of the ISP notebook (``notebooks/isp.py``), as tested library functions.
+
+Each function runs one study of paper 1 (PAPERS.md §1) on embeddings or images the caller provides and returns a
+tidy ``pandas.DataFrame`` that the notebook tabulates and plots. Where the paper is silent, the docstring says what
+privkit does and marks it [I].
+
+* :func:`embed_faces` — cached embeddings of a face set, whole image or face box.
+* :func:`fit_eraser` / :func:`truncate_eraser` — ISP, LEACE and INLP fitted once and cut to any rank.
+* :func:`verification_table` — the open-set protocol for several probes × sanitising transforms × k.
+* :func:`paired_tar_difference` — identity-bootstrap interval of a TAR difference on the same test identities.
+* :func:`utility_table` — kNN retention on non-identity attributes and copy-detection retention.
+* :func:`subspace_angles` — principal-angle cosines between fitted identity subspaces.
+* :func:`attribution_tables` — FII by FCR, CPI(σ), B* for one encoder.
+* :class:`ProjectedEncoder`, :func:`reference_threshold_from_embeddings`, :func:`inversion_study` — template
+  inversion before and after a projection, verified by a reference face encoder on the target's face box.
+* :func:`rises_with_rank` — the monotonicity check of TAR against rank, with interval slack.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+import pandas as pd
+import torch
+
+from .._validate import check_choice, check_int, check_probability, check_tensor, check_unit_norm
+from ..data.cache import DEFAULT_CACHE_DIR, cached_embeddings
+from ..data.types import FaceSet
+from ..errors import InsufficientDataError, InvalidArgumentError, ShapeError
+from .attribution import (
+    background_dominance,
+    context_preference_curve,
+    face_importance_index,
+    summarise_by_fcr,
+)
+from .inversion import optimisation_attack, train_regression_inverter, wilson_interval
+from .projection import IdentityProjector, IdentitySanitizer, INLPFitter, LeaceEraser, LeaceFitter, principal_angles
+from .utility import copy_detection_metrics, knn_accuracy
+from .verification import (
+    DEFAULT_MIN_FALSE_ACCEPTS,
+    VerificationPairs,
+    evaluate_verification,
+    scan_pairs,
+    smallest_resolvable_far,
+    thresholds_at_far,
+)
+
+__all__ = [
+    "INPUT_MODES",
+    "ERASERS",
+    "PAPER_RIDGE_TAR",
+    "embed_faces",
+    "fit_eraser",
+    "truncate_eraser",
+    "verification_table",
+    "paired_tar_difference",
+    "paired_comparison",
+    "utility_table",
+    "subspace_angles",
+    "attribution_tables",
+    "ProjectedEncoder",
+    "reference_threshold_from_embeddings",
+    "inversion_study",
+    "rises_with_rank",
+]
+
+#: How an encoder sees a face image: the whole image (face and context) or only the face box.
+INPUT_MODES: tuple[str, ...] = ("image", "box")
+#: Linear erasure methods :func:`fit_eraser` knows.
+ERASERS: tuple[str, ...] = ("isp", "leace", "inlp")
+
+#: The paper's ridge-probe TAR (%) at FAR = 1e-4 on CelebA-20 (PAPERS.md §1.8, from a secondary source):
+#: encoder -> {column: value}; columns "k1_raw", "k1_ispw", "k16_raw", "k16_ispw", "k16_ispx" (None: not given).
+PAPER_RIDGE_TAR: dict[str, dict[str, float | None]] = {
+    "DINOv2": {"k1_raw": 4.5, "k1_ispw": 3.5, "k16_raw": 5.7, "k16_ispw": 4.4, "k16_ispx": 4.2},
+    "DINOv3": {"k1_raw": 4.5, "k1_ispw": 2.1, "k16_raw": 6.8, "k16_ispw": 2.8, "k16_ispx": 2.5},
+    "CLIP": {"k1_raw": 16.4, "k1_ispw": 11.9, "k16_raw": 19.8, "k16_ispw": 13.0, "k16_ispx": 10.2},
+    "SSCD": {"k1_raw": 6.6, "k1_ispw": 3.6, "k16_raw": 9.8, "k16_ispw": 4.4, "k16_ispx": 4.5},
+    "ArcFace (FR)": {"k1_raw": 93.7, "k1_ispw": None, "k16_raw": 94.0, "k16_ispw": None, "k16_ispx": None},
+}
+
+Transform = Callable[[torch.Tensor], torch.Tensor]
+Split = tuple[torch.Tensor, torch.Tensor]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Embeddings
+# ---------------------------------------------------------------------------------------------------------------------
+def embed_faces(
+    encoder: torch.nn.Module,
+    faces: FaceSet,
+    *,
+    input: Literal["image", "box"] = "image",
+    seed: int = 0,
+    cache: bool = True,
+    cache_dir: str = DEFAULT_CACHE_DIR,
+    batch_size: int = 64,
+) -> torch.Tensor:
+    """Unit-norm embeddings of every image of ``faces``, cached on disk (biometric templates: owner-only files).
+
+    Args:
+        encoder: a privkit :class:`~privkit.encoders.base.Encoder`.
+        faces: the face set (its ``name`` and ``meta`` enter the cache key).
+        input: ``"image"`` embeds the whole image (face and context, as the paper's general encoders see it);
+            ``"box"`` passes the exact face boxes (face-crop encoders: the biometric reference, age-gender).
+        seed: the seed the face set was generated with (part of the cache key).
+        cache: read/write the cache in ``cache_dir`` (False: always compute).
+        cache_dir: cache folder (default ``build/cache``).
+        batch_size: images per forward pass.
+
+    Returns:
+        (N, D) float32 CPU tensor of unit rows.
+    """
+    input = check_choice("input", input, INPUT_MODES)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+
+    def compute() -> torch.Tensor:
+        boxes = faces.box if input == "box" else None
+        return encoder.embed(faces.images, boxes=boxes, batch_size=batch_size).float().cpu()
+
+    if not cache:
+        return compute()
+    meta = faces.meta
+    extra = {
+        "purpose": "isp",
+        "weights_sha256": _state_fingerprint(encoder),
+        "input": input,
+        "n": len(faces),
+        "n_identities": faces.n_identities,
+        "images_per_identity": meta.get("images_per_identity"),
+        "size": int(faces.images.shape[-1]),
+        "context_leakage": meta.get("context_leakage"),
+        "nuisance_strength": meta.get("nuisance_strength"),
+    }
+    return cached_embeddings(
+        compute, encoder=encoder.name, dataset=faces.name or "faces", split=str(meta.get("split", "all")),
+        seed=int(seed), extra=extra, cache_dir=cache_dir,
+    )
+
+
+def _state_fingerprint(module: torch.nn.Module) -> str:
+    """sha256 of a module's parameters and buffers (so retrained weights never hit a stale cache entry)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for key, value in sorted(module.state_dict().items()):
+        h.update(key.encode("utf-8"))
+        h.update(value.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Erasers
+# ---------------------------------------------------------------------------------------------------------------------
+def fit_eraser(
+    method: Literal["isp", "leace", "inlp"],
+    embeddings: torch.Tensor,
+    identities: torch.Tensor,
+    *,
+    rank: int,
+) -> IdentityProjector | LeaceEraser:
+    """Fit ISP, LEACE (rank-truncated) or INLP (one direction per iteration) removing ``rank`` directions.
+
+    Fit once at the largest rank needed and cut with :func:`truncate_eraser`: all three are nested in the rank (ISP
+    and LEACE keep the top singular directions; INLP's first t iterations do not depend on later ones).
+
+    Args:
+        method: ``"isp"``, ``"leace"`` or ``"inlp"``.
+        embeddings: (N, d) unit-norm fitting embeddings.
+        identities: (N,) integer identity labels.
+        rank: directions to remove, 1 ≤ rank ≤ min(d, m − 1).
+    """
+    method = check_choice("method", method, ERASERS)
+    rank = check_int("rank", rank, minimum=1)
+    if method == "isp":
+        return IdentitySanitizer(rank=rank).update(embeddings, identities).projector
+    if method == "leace":
+        return LeaceFitter(rank=rank).update(embeddings, identities).eraser
+    return INLPFitter(n_iterations=rank, directions_per_iteration=1).update(embeddings, identities).projector
+
+
+def truncate_eraser(eraser: IdentityProjector | LeaceEraser, rank: int) -> IdentityProjector | LeaceEraser:
+    """The same eraser keeping only its first ``rank`` removed directions (1 ≤ rank ≤ eraser.rank)."""
+    rank = check_int("rank", rank, minimum=1, maximum=eraser.rank)
+    if isinstance(eraser, LeaceEraser):
+        info = {**eraser.info, "rank": rank}
+        return LeaceEraser(eraser.mean, eraser.right[:, :rank].contiguous(), eraser.left[:rank].contiguous(),
+                           renormalize=eraser.renormalize, info=info)
+    if isinstance(eraser, IdentityProjector):
+        return IdentityProjector(eraser.basis[:, :rank].contiguous(), renormalize=eraser.renormalize,
+                                 method=eraser.method, spectrum=eraser.spectrum, info=dict(eraser.info))
+    raise InvalidArgumentError(f"eraser must be an IdentityProjector or LeaceEraser, got {type(eraser).__name__}")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Verification
+# ---------------------------------------------------------------------------------------------------------------------
+def _identity(x: torch.Tensor) -> torch.Tensor:
+    return x
+
+
+def verification_table(
+    splits: Mapping[str, Split],
+    transforms: Mapping[str, Transform | None],
+    *,
+    probes: Sequence[str] = ("raw", "ridge"),
+    ks: Sequence[int] = (16,),
+    fars: Sequence[float] = (1e-2, 1e-3, 1e-4),
+    n_boot: int = 200,
+    seed: int = 0,
+    mlp_options: dict | None = None,
+    ridge_lambdas: Sequence[float] | None = None,
+    keep_results: bool = False,
+) -> tuple[pd.DataFrame, dict]:
+    """The open-set protocol (:func:`evaluate_verification`) for every transform × probe × k.
+
+    Each transform (e.g. ``{"raw": None, "ISP-W": projector}``) is applied to the probe-fit, validation and test
+    embeddings alike (the attacker sees only sanitised embeddings), then each probe is fitted, selected and
+    thresholded as the protocol says. ``k`` is read as probe-fit shots (``k_mode="probe-shots"``, single-image
+    templates); the raw cosine probe fits nothing, so it is evaluated once per transform (k reported as 0).
+
+    Args:
+        splits: ``{"train": (emb, ids), "val": (emb, ids), "test": (emb, ids)}`` with disjoint identities.
+        transforms: name -> callable on (N, d) embeddings (None: identity).
+        probes: subset of ``("raw", "ridge", "mlp")``.
+        ks: probe-fit shots per identity.
+        fars: FARs to report (those the data cannot resolve get NaN TAR).
+        n_boot: identity-bootstrap resamples for the intervals.
+        seed: protocol seed (the same for every cell, so the bootstrap draws are paired across cells).
+        mlp_options: keyword arguments for the MLP probe.
+        ridge_lambdas: λ grid of the ridge probe (None: the library default, 13 values from 1e-3 to 1e3).
+        keep_results: also return every :class:`VerificationResult` (keyed by (transform, probe, k)).
+
+    Returns:
+        (tidy DataFrame with columns transform, probe, k, far, tar, tar_low, tar_high, realised_far, resolvable,
+        smallest_resolvable_far, n_genuine, n_impostor, threshold, selected; results dict, empty unless kept).
+    """
+    for key in ("train", "val", "test"):
+        if key not in splits:
+            raise InvalidArgumentError(f"splits must hold 'train', 'val' and 'test', missing {key!r}")
+    for p in probes:
+        check_choice("probes", p, ("raw", "ridge", "mlp"))
+    ks = [check_int("ks", k, minimum=1) for k in ks]
+    if not ks or not probes or not transforms:
+        raise InvalidArgumentError("probes, ks and transforms must be non-empty")
+    frames, results = [], {}
+    for tname, fn in transforms.items():
+        fn = _identity if fn is None else fn
+        with torch.no_grad():
+            mapped = {key: (fn(splits[key][0]), splits[key][1]) for key in ("train", "val", "test")}
+        for probe in probes:
+            for k in ([ks[0]] if probe == "raw" else ks):
+                res = evaluate_verification(
+                    *mapped["train"], *mapped["val"], *mapped["test"], probe=probe, k=k, fars=fars,
+                    n_boot=n_boot, seed=seed, mlp_options=mlp_options if probe == "mlp" else None,
+                    ridge_lambdas=ridge_lambdas,
+                )
+                t = res.table.copy()
+                t["k"] = 0 if probe == "raw" else k
+                t.insert(0, "transform", tname)
+                if probe == "ridge":
+                    t["selected"] = f"lambda={res.probe.lam:g}"
+                elif probe == "mlp":
+                    sel = res.selection
+                    t["selected"] = f"epoch={int(sel.loc[sel.selected, 'epoch'].iloc[0])}"
+                else:
+                    t["selected"] = ""
+                frames.append(t)
+                if keep_results:
+                    results[(tname, probe, int(t["k"].iloc[0]))] = (res, mapped["test"])
+    table = pd.concat(frames, ignore_index=True)
+    keep = ["transform", "probe", "k", "far", "tar", "tar_low", "tar_high", "realised_far", "resolvable",
+            "smallest_resolvable_far", "n_genuine", "n_impostor", "threshold", "selected"]
+    return table[keep], results
+
+
+def paired_tar_difference(
+    test_identities: torch.Tensor,
+    mapped_a: torch.Tensor,
+    threshold_a: float,
+    mapped_b: torch.Tensor,
+    threshold_b: float,
+    *,
+    n_boot: int = 1000,
+    ci: float = 0.95,
+    seed: int = 0,
+) -> dict[str, float]:
+    """TAR(a) − TAR(b) on the same test identities, with a paired identity-bootstrap percentile interval.
+
+    Both sides score all genuine image pairs of the test identities (single-image templates) with their own fixed
+    (validation) thresholds; each bootstrap resample draws test identities with replacement and weights both sides'
+    genuine accepts by the same draw, so the interval describes the *difference* (much tighter than comparing two
+    separate intervals when the two sides move together).
+
+    Args:
+        test_identities: (N,) labels of the test images.
+        mapped_a, mapped_b: (N, d_a), (N, d_b) unit-norm probe-mapped test embeddings.
+        threshold_a, threshold_b: the thresholds (accept when cos > threshold).
+        n_boot: bootstrap resamples; ci: interval level; seed: seeds the resampling.
+
+    Returns:
+        {"tar_a", "tar_b", "difference", "low", "high"}.
+    """
+    n_boot = check_int("n_boot", n_boot, minimum=1)
+    ci = check_probability("ci", ci)
+    for name, m in (("mapped_a", mapped_a), ("mapped_b", mapped_b)):
+        check_tensor(name, m, ndim=2, floating=True)
+        if m.shape[0] != test_identities.shape[0]:
+            raise ShapeError(f"{name} must have {test_identities.shape[0]} rows, got {m.shape[0]}")
+    if math.isnan(threshold_a) or math.isnan(threshold_b):
+        raise InvalidArgumentError("threshold_a and threshold_b must be finite (a resolvable FAR)")
+    pairs = VerificationPairs.create(test_identities, enrol_shots=1, name="test_identities")
+    n_id = pairs.n_identities
+    per_id = []
+    for m, tau in ((mapped_a, threshold_a), (mapped_b, threshold_b)):
+        scan = scan_pairs(pairs, m.float())
+        acc = (scan.genuine_scores > tau).double().cpu()
+        labels = scan.genuine_labels.cpu()
+        per_id.append(torch.zeros(n_id, dtype=torch.float64).index_add_(0, labels, acc))
+        counts = torch.bincount(labels, minlength=n_id).double()
+    gen = torch.Generator().manual_seed(int(seed))
+    draws = torch.randint(n_id, (n_boot, n_id), generator=gen)
+    w = torch.zeros(n_boot, n_id, dtype=torch.float64).scatter_add_(1, draws, torch.ones(n_boot, n_id, dtype=torch.float64))
+    den = w @ counts
+    ok = den > 0
+    diff_b = ((w @ per_id[0]) - (w @ per_id[1]))[ok] / den[ok]
+    lo, hi = torch.quantile(diff_b, torch.tensor([(1 - ci) / 2, (1 + ci) / 2], dtype=torch.float64)).tolist()
+    tar_a, tar_b = float(per_id[0].sum() / counts.sum()), float(per_id[1].sum() / counts.sum())
+    return {"tar_a": tar_a, "tar_b": tar_b, "difference": tar_a - tar_b, "low": lo, "high": hi}
+
+
+def paired_comparison(
+    results: Mapping[tuple[str, str, int], tuple[Any, Split]],
+    a: tuple[str, str, int],
+    b: tuple[str, str, int],
+    *,
+    far: float,
+    n_boot: int = 1000,
+    ci: float = 0.95,
+    seed: int = 0,
+) -> dict[str, float]:
+    """:func:`paired_tar_difference` of two cells of :func:`verification_table` (``keep_results=True``).
+
+    Args:
+        results: the results dict, keyed by (transform, probe, k).
+        a, b: the two cells, e.g. ``("raw", "ridge", 12)`` and ``("ISP-W", "ridge", 12)``.
+        far: the FAR whose (validation) thresholds are used; must be resolvable for both cells.
+
+    Returns:
+        {"tar_a", "tar_b", "difference", "low", "high"} (difference = TAR(a) − TAR(b)).
+    """
+    out = []
+    for key in (a, b):
+        if key not in results:
+            raise InvalidArgumentError(f"cell {key} is not in results (have {sorted(results)})")
+        res, (test_emb, test_id) = results[key]
+        row = res.table[(res.table["far"] - far).abs() <= 1e-12 * far]
+        if row.empty or not bool(row["resolvable"].iloc[0]):
+            raise InvalidArgumentError(f"far={far:g} is not a resolvable FAR of cell {key}")
+        with torch.no_grad():
+            mapped = res.probe(test_emb)
+        out.append((test_id, mapped, float(row["threshold"].iloc[0])))
+    if not torch.equal(out[0][0].cpu(), out[1][0].cpu()):
+        raise InvalidArgumentError("the two cells were evaluated on different test identities")
+    return paired_tar_difference(out[0][0], out[0][1], out[0][2], out[1][1], out[1][2], n_boot=n_boot, ci=ci, seed=seed)
+
+
+def rises_with_rank(table: pd.DataFrame, *, rank_col: str = "rank") -> list[str]:
+    """Where TAR rises with rank beyond the intervals: a list of messages (empty: it never does).
+
+    privkit's reading of "TAR does not rise with rank, allowing CI slack": for every pair of ranks r < r', the
+    interval at r' must not lie entirely above the interval at r (``tar_low(r') > tar_high(r)`` is a violation).
+    Non-overlapping 95% intervals are a conservative test (about the 0.5% level), so a flat curve near chance does
+    not raise false alarms, while a real rise (e.g. 10% → 20% with tight intervals) does. NaN rows (unresolvable
+    FARs) are skipped.
+
+    Args:
+        table: rows of one curve, with columns ``rank_col``, tar, tar_low, tar_high.
+    """
+    for col in (rank_col, "tar", "tar_low", "tar_high"):
+        if col not in table.columns:
+            raise InvalidArgumentError(f"table must have a {col!r} column (has {list(table.columns)})")
+    t = table.dropna(subset=["tar"]).sort_values(rank_col)
+    out = []
+    rows = list(t.itertuples(index=False))
+    for i, a in enumerate(rows):
+        for b in rows[i + 1 :]:
+            ra, rb = getattr(a, rank_col), getattr(b, rank_col)
+            if b.tar_low > a.tar_high + 1e-12:
+                out.append(f"TAR interval at rank {rb} [{b.tar_low:.3f}, {b.tar_high:.3f}] lies above the one at rank "
+                           f"{ra} [{a.tar_low:.3f}, {a.tar_high:.3f}]")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Utility
+# ---------------------------------------------------------------------------------------------------------------------
+def utility_table(
+    transforms: Mapping[str, Transform],
+    *,
+    knn: tuple[torch.Tensor, Mapping[str, torch.Tensor], torch.Tensor, Mapping[str, torch.Tensor]] | None = None,
+    copy: tuple[torch.Tensor, torch.Tensor] | None = None,
+    k: int = 20,
+    min_gain_se: float = 3.0,
+) -> pd.DataFrame:
+    """What a transform keeps: kNN accuracy on non-identity attributes and copy detection, as % of raw.
+
+    kNN (paper §1.6, ImageNet kNN there): a labelled bank (e.g. images of the probe-fit and validation identities)
+    classifies queries of *other* identities, so identity cannot stand in for the attribute. An attribute counts as
+    **informative** only when the raw encoder beats the majority-class rate of the queries by more than
+    ``min_gain_se`` binomial standard errors ([I]: retention of a near-chance accuracy is a ratio of two noise
+    terms). Copy detection: augmented copies are the queries, their sources the database (Recall@1, mAP).
+
+    Args:
+        transforms: name -> callable on (N, d) embeddings.
+        knn: (bank_emb, {attribute: bank_labels}, query_emb, {attribute: query_labels}) or None.
+        copy: (reference_emb, copy_emb), copy i made from reference i, or None.
+        k: neighbours.
+        min_gain_se: informativeness margin in binomial standard errors.
+
+    Returns:
+        DataFrame with transform, metric, raw, transformed, retention_pct, chance, informative, n_queries.
+    """
+    if knn is None and copy is None:
+        raise InvalidArgumentError("give knn=... and/or copy=...")
+    rows = []
+    if knn is not None:
+        bank, bank_lab, query, query_lab = knn
+        for attr, yb in bank_lab.items():
+            yq = query_lab[attr]
+            raw = knn_accuracy(bank, yb, query, yq, k=k)
+            maj = float(torch.bincount(yq - yq.min()).max()) / yq.numel()
+            se = math.sqrt(max(maj * (1 - maj), 1e-12) / yq.numel())
+            informative = raw > maj + min_gain_se * se
+            for tname, fn in transforms.items():
+                with torch.no_grad():
+                    acc = knn_accuracy(fn(bank), yb, fn(query), yq, k=k)
+                rows.append({"transform": tname, "metric": f"knn:{attr}", "raw": raw, "transformed": acc,
+                             "retention_pct": 100 * acc / raw if raw > 0 else math.nan, "chance": maj,
+                             "informative": bool(informative), "n_queries": int(yq.numel())})
+    if copy is not None:
+        ref, cop = copy
+        if ref.shape != cop.shape:
+            raise ShapeError(f"copy embeddings must match the references' shape {tuple(ref.shape)}, got {tuple(cop.shape)}")
+        src = torch.arange(ref.shape[0])
+        base = copy_detection_metrics(cop, src, ref)
+        for tname, fn in transforms.items():
+            with torch.no_grad():
+                m = copy_detection_metrics(fn(cop), src, fn(ref))
+            for key, label in (("recall_at_1", "copy:recall@1"), ("map", "copy:mAP")):
+                rows.append({"transform": tname, "metric": label, "raw": base[key], "transformed": m[key],
+                             "retention_pct": 100 * m[key] / base[key] if base[key] > 0 else math.nan,
+                             "chance": 1.0 / ref.shape[0], "informative": True, "n_queries": int(ref.shape[0])})
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Subspaces
+# ---------------------------------------------------------------------------------------------------------------------
+def subspace_angles(projectors: Mapping[str, IdentityProjector], *, rank: int | None = None) -> pd.DataFrame:
+    """Principal-angle cosines between every pair of fitted identity subspaces (their top ``rank`` directions).
+
+    Returns:
+        DataFrame with a, b, rank, mean_cos, min_cos, max_cos, and chance_mean_cos — the expected mean cosine
+        between two *random* r-dimensional subspaces of ℝ^d, ≈ √(r/d) for r ≪ d ([I]: the reference that tells
+        alignment from coincidence; estimated from 20 seeded random draws).
+    """
+    names = list(projectors)
+    if len(names) < 2:
+        raise InvalidArgumentError("projectors must hold at least two fitted subspaces")
+    rows = []
+    gen = torch.Generator().manual_seed(0)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            pa, pb = projectors[a], projectors[b]
+            r = min(pa.rank, pb.rank) if rank is None else check_int("rank", rank, minimum=1, maximum=min(pa.rank, pb.rank))
+            ua, ub = pa.basis[:, :r], pb.basis[:, :r]
+            cos = principal_angles(ua, ub)
+            d = ua.shape[0]
+            rand = []
+            for _ in range(20):
+                q1, _ = torch.linalg.qr(torch.randn(d, r, generator=gen, dtype=torch.float64))
+                q2, _ = torch.linalg.qr(torch.randn(d, r, generator=gen, dtype=torch.float64))
+                rand.append(float(principal_angles(q1, q2).mean()))
+            rows.append({"a": a, "b": b, "rank": r, "mean_cos": float(cos.mean()), "min_cos": float(cos.min()),
+                         "max_cos": float(cos.max()), "chance_mean_cos": sum(rand) / len(rand)})
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Attribution
+# ---------------------------------------------------------------------------------------------------------------------
+def attribution_tables(
+    encoder: Any,
+    faces: FaceSet,
+    *,
+    fii_images: int = 120,
+    sigma: float = 4.0,
+    n_context_regions: int = 4,
+    fcr_bins: int = 4,
+    cpi_sigmas: Sequence[float] = (0.0, 1.0, 2.0, 4.0, 8.0),
+    cpi_queries: int = 200,
+    bstar_pairs: int = 100,
+    bstar_betas: Sequence[float] | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """FII (per image and by FCR bin), CPI(σ) and B* of one whole-image encoder on ``faces`` (privkit's definitions).
+
+    The FII images are a seeded random subset of ``fii_images`` images. See :mod:`privkit.isp.attribution` for the
+    definitions (equal-area, equal-strength blur of face and context; all marked [I] in PAPERS.md §1.4).
+
+    Returns:
+        {"fii": per-image DataFrame, "fii_by_fcr": binned summary, "cpi": DataFrame (None when the set has no
+        context labels, ``cpi_sigmas`` is empty or no query has both kinds of candidate), "cpi_note": why CPI is
+        None (else ""), "bstar": BStarResult}.
+    """
+    n = len(faces)
+    m = check_int("fii_images", fii_images, minimum=2)
+    gen = torch.Generator().manual_seed(int(seed))
+    idx = torch.sort(torch.randperm(n, generator=gen)[: min(m, n)]).values
+    fii = face_importance_index(encoder, faces.images[idx], faces.mask[idx], sigma=sigma,
+                                n_context_regions=n_context_regions, seed=seed)
+    by_fcr = summarise_by_fcr(fii, bins=fcr_bins)
+    cpi, note = None, ""
+    if not len(cpi_sigmas):
+        note = "no blur strengths given"
+    elif not bool((faces.context >= 0).any()):
+        note = "the face set has no context labels"
+    else:
+        try:
+            cpi = context_preference_curve(encoder, faces.images, faces.mask, faces.identity, faces.context,
+                                           sigmas=cpi_sigmas, max_queries=cpi_queries, seed=seed)
+        except InsufficientDataError as err:
+            note = str(err)
+    bstar = background_dominance(encoder, faces.images, faces.mask, faces.identity, betas=bstar_betas,
+                                 n_pairs=bstar_pairs, seed=seed)
+    return {"fii": fii, "fii_by_fcr": by_fcr, "cpi": cpi, "cpi_note": note, "bstar": bstar}
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Inversion
+# ---------------------------------------------------------------------------------------------------------------------
+class ProjectedEncoder(torch.nn.Module):
+    """An encoder followed by an orthogonal projection and re-normalisation: the sanitised embedding, differentiably.
+
+    ``_embed_batch`` (what the inversion attacks differentiate through) computes
+    normalise(z − (z U) Uᵀ) with z = normalise(f(x)); ``embed`` does the same without gradients. The projector's own
+    ``__call__`` re-normalises in place and is not meant for autograd, hence this module.
+
+    Args:
+        encoder: a privkit Encoder (differentiable ``_embed_batch`` for the optimisation attack).
+        projector: an :class:`IdentityProjector` (None: no projection, the raw encoder).
+    """
+
+    def __init__(self, encoder: torch.nn.Module, projector: IdentityProjector | None) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.name = f"{getattr(encoder, 'name', 'encoder')}" + ("" if projector is None else f"+{projector.method}")
+        basis = torch.zeros(getattr(encoder, "dim", 0), 0) if projector is None else projector.basis.float()
+        self.register_buffer("basis", basis)
+
+    def _embed_batch(self, images: torch.Tensor, boxes: torch.Tensor | None = None) -> torch.Tensor:
+        f = self.encoder._embed_batch(images, boxes) if hasattr(self.encoder, "_embed_batch") else self.encoder(images)
+        z = torch.nn.functional.normalize(f.float(), dim=1)
+        if self.basis.shape[1]:
+            u = self.basis.to(z.device)
+            z = z - (z @ u) @ u.T
+        return torch.nn.functional.normalize(z, dim=1)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self._embed_batch(images, None)
+
+    @torch.no_grad()
+    def embed(self, images: torch.Tensor, *, boxes: torch.Tensor | None = None, batch_size: int = 64) -> torch.Tensor:
+        outs = [self._embed_batch(images[s : s + batch_size], None if boxes is None else boxes[s : s + batch_size])
+                for s in range(0, images.shape[0], batch_size)]
+        return torch.cat(outs) if outs else images.new_empty(0, self.basis.shape[0])
+
+
+@torch.no_grad()
+def reference_threshold_from_embeddings(
+    embeddings: torch.Tensor,
+    identities: torch.Tensor,
+    *,
+    far: float = 1e-3,
+    min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS,
+) -> float:
+    """The reference encoder's threshold at ``far`` from all impostor pairs of held-out, already-embedded images.
+
+    Raises:
+        InsufficientDataError: too few impostor pairs to resolve ``far`` (at least ``min_false_accepts / far``).
+    """
+    far = check_probability("far", far)
+    check_unit_norm("embeddings", embeddings)
+    pairs = VerificationPairs.create(identities, enrol_shots=1)
+    n_imp = pairs.n_impostor_pairs
+    floor = smallest_resolvable_far(n_imp, min_false_accepts=min_false_accepts)
+    if far < floor * (1 - 1e-12):
+        raise InsufficientDataError(
+            f"embeddings: {n_imp} impostor pairs resolve FARs down to {floor:.3g} only; FAR {far:g} needs at least "
+            f"{math.ceil(min_false_accepts / far)} pairs"
+        )
+    k = int(math.floor(far * n_imp * (1 + 1e-12))) + 1
+    scan = scan_pairs(pairs, embeddings, top_k=k)
+    return float(thresholds_at_far(scan.top_scores.cpu(), n_imp, [far], min_false_accepts=min_false_accepts)[0])
+
+
+def inversion_study(
+    attacked: Mapping[str, tuple[torch.nn.Module | None, torch.Tensor, torch.Tensor]],
+    aux_images: torch.Tensor,
+    target_images: torch.Tensor,
+    target_boxes: torch.Tensor,
+    reference_encoder: Any,
+    threshold: float,
+    *,
+    resolution: int | None = None,
+    attacks: Sequence[str] = ("regression", "optimisation"),
+    epochs: int = 15,
+    steps: int = 50,
+    channels: int = 32,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, dict[str, torch.Tensor]]:
+    """Template inversion of leaked (possibly sanitised) embeddings, verified by a reference face encoder.
+
+    For every attacked embedding (e.g. ``{"pixels": (ProjectedEncoder(enc, None), z_aux, z_targets), "pixels +
+    ISP-W": (ProjectedEncoder(enc, P), P(z_aux), P(z_targets))}``): a :class:`~privkit.isp.inversion.ConvDecoder`
+    is trained to map the auxiliary images' embeddings to the images (regression attack, Vec2Face-like), then — if a
+    differentiable module is given — its latent is searched so that the module's embedding of the reconstruction
+    matches each target embedding (optimisation attack, ALSUV-like). Reconstructions are made at ``resolution``
+    pixels (area-downsampled training images; privkit's choice to fit the CPU budget).
+
+    Success: the reference encoder's cosine between the reconstruction and the real target image exceeds
+    ``threshold``; both are embedded **with the target's face box** (scaled to the reconstruction) — privkit's
+    choice [I]: the attack should reproduce the face where it was, and the reference then need not detect a face in
+    a blurry reconstruction. A **control** row per attacked embedding decodes *another* target's embedding (a
+    derangement of the targets): its success rate is what verification gives a reconstruction of an unrelated
+    identity. ``margin`` is the mean over targets of cos(reconstruction, target) − cos(control reconstruction,
+    target) with a 95% normal interval — the identity evidence in the reconstructions even when none passes the
+    threshold.
+
+    Args:
+        attacked: name -> (differentiable module or None, (N, d) auxiliary embeddings, (T, d) target embeddings).
+        aux_images: (N, 3, H, W) auxiliary images (identities disjoint from the targets), full resolution.
+        target_images, target_boxes: (T, 3, H, W) targets (full resolution) and their (T, 4) xyxy face boxes.
+        reference_encoder: privkit Encoder accepting ``boxes=`` (dlib-resnet-fr), not used by the attacks.
+        threshold: the reference threshold (e.g. :func:`reference_threshold_from_embeddings` at FAR 1e-3).
+        resolution: side of the reconstructions (None: H).
+        attacks: subset of ("regression", "optimisation").
+        epochs, steps, channels: decoder training epochs, latent-search steps and decoder width.
+        seed: seeds the decoders, the search and the derangement.
+
+    Returns:
+        (DataFrame with encoder, attack, success_rate, ci_low, ci_high, n_targets, threshold, mean_score, margin,
+        margin_low, margin_high; {f"{encoder}/{attack}": reconstructions}).
+    """
+    for a in attacks:
+        check_choice("attacks", a, ("regression", "optimisation"))
+    t = target_images.shape[0]
+    if t < 2:
+        raise InsufficientDataError(f"target_images: need at least 2 targets, got {t}")
+    check_tensor("target_boxes", target_boxes, shape=(t, 4))
+    h = target_images.shape[-1]
+    res = h if resolution is None else check_int("resolution", resolution, minimum=8, maximum=h)
+    small_aux = aux_images if res == h else torch.nn.functional.interpolate(aux_images, size=(res, res), mode="area")
+    small_boxes = target_boxes.float() * (res / h)
+    ref_t = reference_encoder.embed(target_images, boxes=target_boxes).float().cpu()
+    gen = torch.Generator().manual_seed(int(seed))
+    perm = torch.randperm(t, generator=gen)
+    derange = torch.empty_like(perm)
+    derange[perm] = torch.roll(perm, 1)  # target perm[i] gets the embedding of target perm[i-1], never its own
+
+    def scores(rec: torch.Tensor) -> torch.Tensor:
+        z = reference_encoder.embed(rec.clamp(0, 1).detach(), boxes=small_boxes).float().cpu()
+        return (z * ref_t).sum(1)
+
+    rows, recs = [], {}
+    for name, (module, z_aux, z_t) in attacked.items():
+        check_tensor(f"attacked[{name!r}] aux embeddings", z_aux, shape=(aux_images.shape[0], None), floating=True)
+        check_tensor(f"attacked[{name!r}] target embeddings", z_t, shape=(t, z_aux.shape[1]), floating=True)
+        decoder, _ = train_regression_inverter(None, small_aux, aux_embeddings=z_aux.float(), epochs=epochs,
+                                               channels=channels, seed=seed)
+        with torch.no_grad():
+            control = scores(decoder(z_t[derange].float()))
+        found: list[tuple[str, torch.Tensor]] = []
+        if "regression" in attacks:
+            with torch.no_grad():
+                found.append(("regression", decoder(z_t.float())))
+        if "optimisation" in attacks and module is not None:
+            rec, _ = optimisation_attack(module, z_t.float(), decoder=decoder, steps=steps, seed=seed)
+            found.append(("optimisation", rec))
+        for attack, rec in found + [("control", None)]:
+            s = control if rec is None else scores(rec)
+            recs[f"{name}/{attack}"] = rec
+            k = int((s > threshold).sum())
+            lo, hi = wilson_interval(k, t)
+            diff = s - control
+            half = 1.96 * float(diff.std()) / math.sqrt(t) if rec is not None else math.nan
+            margin = float(diff.mean()) if rec is not None else math.nan
+            rows.append({"encoder": name, "attack": attack, "success_rate": k / t, "ci_low": lo, "ci_high": hi,
+                         "n_targets": t, "threshold": float(threshold), "mean_score": float(s.mean()),
+                         "margin": margin, "margin_low": margin - half, "margin_high": margin + half})
+    recs = {k: v for k, v in recs.items() if v is not None}
+    return pd.DataFrame(rows), recs
