@@ -71,7 +71,7 @@ from tqdm.auto import tqdm
 
 cfg = privkit.config.load("isp", scale)
 dev = privkit.resolve_device(device)
-torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+torch.set_num_threads(1)  # small matrices: on shared cores, OpenMP threads cost far more than they give
 set_theme()
 timer = SectionTimer()
 pd.set_option("display.width", 180, "display.max_columns", 30, "display.precision", 4)
