@@ -7,7 +7,8 @@ privkit does and marks it [I].
 * :func:`embed_faces` — cached embeddings of a face set, whole image or face box.
 * :func:`fit_eraser` / :func:`truncate_eraser` — ISP, LEACE and INLP fitted once and cut to any rank.
 * :func:`verification_table` — the open-set protocol for several probes × sanitising transforms × k.
-* :func:`paired_tar_difference` — identity-bootstrap interval of a TAR difference on the same test identities.
+* :func:`paired_tar_difference` / :func:`paired_comparison` — identity-bootstrap interval of a TAR difference on
+  the same test identities (from raw scores, or from two cells of :func:`verification_table`).
 * :func:`utility_table` — kNN retention on non-identity attributes and copy-detection retention.
 * :func:`subspace_angles` — principal-angle cosines between fitted identity subspaces.
 * :func:`attribution_tables` — FII by FCR, CPI(σ), B* for one encoder.
