@@ -17,6 +17,7 @@ from privkit.data.paper_loaders import (
     load_celeba,
     load_cifar,
     load_identity_folders,
+    load_ijb,
     load_lfw,
     load_movielens_100k,
     load_mpii,
@@ -26,7 +27,7 @@ from privkit.data.paper_loaders import (
     select_identities,
 )
 from privkit.data.types import FaceSet, PoseSet
-from privkit.errors import InsufficientDataError, InvalidArgumentError, MissingResourceError
+from privkit.errors import InsufficientDataError, InvalidArgumentError, MissingResourceError, UnknownNameError
 
 RED, BLUE, GREEN = (230, 20, 20), (20, 20, 230), (20, 200, 20)
 
@@ -672,3 +673,96 @@ def test_movielens_errors(tmp_path):
         load_movielens_100k(tmp_path)
     with pytest.raises(Exception, match="fold"):
         load_movielens_100k(tmp_path, fold="u9")
+
+
+# ------------------------------------------------------------------------------------------ IJB-B / IJB-C
+# InsightFace's IJB_release layout: 5 images, templates 11 (two stills), 12 (two frames of one video), 13, 14
+IJB_TID_MID = "1.jpg 11 101\n2.jpg 11 102\n3.jpg 12 103\n4.jpg 12 103\n5.jpg 13 104\n6.jpg 14 105\n"
+IJB_PAIRS = "11 12 1\n11 13 0\n12 14 0\n13 14 1\n"
+
+
+def _write_ijb(root, name="IJBC", landmarks=True, release=False):
+    base = root / ("IJB_release" if release else "") / name
+    p = name.lower()
+    for i in range(1, 7):
+        _save(base / "loose_crop" / f"{i}.jpg", _boxed(40, 50, (10, 12, 30, 40), inside=(40 * i, 60, 90)))
+    (base / "meta").mkdir(parents=True, exist_ok=True)
+    (base / "meta" / f"{p}_face_tid_mid.txt").write_text(IJB_TID_MID)
+    (base / "meta" / f"{p}_template_pair_label.txt").write_text(IJB_PAIRS)
+    if landmarks:
+        # eyes at (15, 20) and (25, 20), nose (20, 27), mouth corners (16, 33) and (24, 33)
+        line = " 15 20 25 20 20 27 16 33 24 33 0.99\n"
+        (base / "meta" / f"{p}_name_5pts_score.txt").write_text("".join(f"{i}.jpg{line}" for i in range(1, 7)))
+    return base
+
+
+@pytest.mark.parametrize("name,release", [("IJBC", False), ("IJBB", True)])
+def test_load_ijb_reads_protocol_and_decodes_faces(tmp_path, name, release):
+    _write_ijb(tmp_path, name=name, release=release)
+    ijb = load_ijb(tmp_path, name=name)
+    assert len(ijb) == 6 and ijb.files[0] == "1.jpg"
+    assert ijb.template.tolist() == [11, 11, 12, 12, 13, 14] and ijb.media.tolist() == [101, 102, 103, 103, 104, 105]
+    assert ijb.pairs.tolist() == [[11, 12], [11, 13], [12, 14], [13, 14]]
+    assert ijb.same.tolist() == [True, False, False, True]
+    assert ijb.landmarks.shape == (6, 5, 2) and float(ijb.detection_score[0]) == pytest.approx(0.99)
+    assert ijb.meta["n_templates"] == 4 and ijb.meta["n_genuine"] == 2
+    faces = ijb.faces([0, 5], size=16)
+    assert isinstance(faces, FaceSet) and faces.images.shape == (2, 3, 16, 16)
+    assert faces.attributes["template"].tolist() == [11, 14] and faces.attributes["media"].tolist() == [101, 105]
+    # the crop is a square around the landmark box: its centre is the red face patch of image i
+    assert faces.images[1, 0, 8, 8] == pytest.approx(240 / 255, abs=0.05)
+    batches = list(ijb.iter_faces(batch_size=4, size=8))
+    assert [r.tolist() for r, _ in batches] == [[0, 1, 2, 3], [4, 5]]
+    assert load_ijb(tmp_path, name=name, max_pairs=2).pairs.shape == (2, 2)
+
+
+def test_load_ijb_without_landmarks_uses_the_whole_crop(tmp_path):
+    _write_ijb(tmp_path, landmarks=False)
+    ijb = load_ijb(tmp_path)
+    assert ijb.landmarks is None and ijb.detection_score is None
+    faces = ijb.faces([0], size=10)
+    assert faces.box[0].tolist() == [0.0, 0.0, 10.0, 10.0]
+
+
+def test_load_ijb_errors_name_what_is_missing_or_malformed(tmp_path):
+    with pytest.raises(MissingResourceError, match="IJBC"):
+        load_ijb(tmp_path)
+    with pytest.raises(UnknownNameError, match="IJBA"):
+        load_ijb(tmp_path, name="IJBA")
+    base = _write_ijb(tmp_path)
+    with pytest.raises(InvalidArgumentError, match="max_pairs"):
+        load_ijb(tmp_path, max_pairs=0)
+    (base / "meta" / "ijbc_template_pair_label.txt").write_text("11 12 1\n11 99 0\n")
+    with pytest.raises(InvalidArgumentError, match="first: 99"):
+        load_ijb(tmp_path)
+    (base / "meta" / "ijbc_template_pair_label.txt").write_text("11 12 2\n")
+    with pytest.raises(InvalidArgumentError, match="line 1.*label"):
+        load_ijb(tmp_path)
+    (base / "meta" / "ijbc_template_pair_label.txt").write_text(IJB_PAIRS)
+    (base / "meta" / "ijbc_face_tid_mid.txt").write_text("1.jpg 11\n")
+    with pytest.raises(InvalidArgumentError, match="line 1"):
+        load_ijb(tmp_path)
+    (base / "meta" / "ijbc_face_tid_mid.txt").write_text(IJB_TID_MID)
+    (base / "meta" / "ijbc_name_5pts_score.txt").write_text("1.jpg 1 2 3\n")
+    with pytest.raises(InvalidArgumentError, match="12 fields"):
+        load_ijb(tmp_path)
+    (base / "meta" / "ijbc_name_5pts_score.txt").unlink()
+    ijb = load_ijb(tmp_path)
+    with pytest.raises(InvalidArgumentError, match="rows"):
+        ijb.faces([6])
+    (base / "loose_crop" / "6.jpg").unlink()
+    with pytest.raises(MissingResourceError, match="6.jpg"):
+        ijb.faces([5])
+
+
+def test_faceset_subset_keeps_per_row_meta_aligned(tmp_path):
+    _write_lfw(tmp_path)
+    faces = load_lfw(tmp_path, size=10).faces
+    files = faces.meta["files"]
+    sub = faces.subset(torch.tensor([5, 0]))
+    assert sub.meta["files"] == [files[5], files[0]] and len(sub.meta["source_sizes"]) == 2
+    mask = torch.zeros(len(faces), dtype=torch.bool)
+    mask[[1, 3]] = True
+    assert faces.subset(mask).meta["files"] == [files[1], files[3]]
+    assert faces.subset(mask).meta["identity_names"] == faces.meta["identity_names"]  # not per row
+    assert faces.meta["files"] == files  # the original is untouched
