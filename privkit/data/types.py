@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 
 import torch
 
+#: ``FaceSet.meta`` keys that hold one entry per row (subset together with the rows by :meth:`FaceSet.subset`).
+PER_ROW_META: tuple[str, ...] = ("files", "source_sizes")
+
 
 @dataclass
 class FaceSet:
@@ -39,7 +42,18 @@ class FaceSet:
         return int(self.identity.unique().numel())
 
     def subset(self, index: torch.Tensor) -> "FaceSet":
-        """Rows selected by a boolean mask or an index tensor."""
+        """Rows selected by a boolean mask or an index tensor.
+
+        ``meta`` is copied; its per-row lists (the keys in :data:`PER_ROW_META`, e.g. the source file of each row)
+        are subset with the rows.
+        """
+        index = torch.as_tensor(index)
+        rows = torch.nonzero(index).flatten() if index.dtype == torch.bool else index.reshape(-1)
+        meta = dict(self.meta)
+        for key in PER_ROW_META:
+            value = meta.get(key)
+            if isinstance(value, (list, tuple)) and len(value) == len(self):
+                meta[key] = [value[int(r)] for r in rows.tolist()]
         return FaceSet(
             images=self.images[index],
             identity=self.identity[index],
@@ -48,7 +62,7 @@ class FaceSet:
             context=self.context[index],
             attributes={k: v[index] for k, v in self.attributes.items()},
             name=self.name,
-            meta=dict(self.meta),
+            meta=meta,
         )
 
     def face_coverage_ratio(self) -> torch.Tensor:
