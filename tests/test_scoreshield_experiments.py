@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from privkit.errors import InsufficientDataError, NotUnitNormError
+from privkit.errors import InsufficientDataError, InvalidArgumentError, NotUnitNormError
 from privkit.scoreshield import experiments as X
-from privkit.scoreshield import synthetic_score_families
+from privkit.scoreshield import auc, synthetic_score_families
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -109,6 +109,15 @@ def test_recommender_clean_beats_heavy_noise_naive():
     assert math.isfinite(df[df.method == "nearest"].rmse.iloc[0])
 
 
+def test_synthetic_ratings_default_density_lets_neighbours_beat_user_means():
+    tr, te = X.synthetic_ratings(120, 300, seed=0)
+    df = X.recommender_study(tr, te, epsilons=[1e4], delta=1e-5, delta_gs=[0.5], projections=("nearest",),
+                             repeats=1, k=15, seed=0)
+    rmse = df.groupby("method").rmse.mean()
+    assert rmse["clean"] < rmse["user means"] - 0.05
+    assert rmse["nearest"] < rmse["user means"]  # almost no noise: the release keeps the margin
+
+
 def test_solver_comparison_newton_is_nearest():
     df = X.solver_comparison([30], seed=0)
     assert set(df.method) == {"newton", "dykstra", "aap", "clip"}
@@ -123,3 +132,81 @@ def test_audits_pass_correct_and_catch_broken_releases():
     assert X.audit_gram_release(epsilon=1.0, delta=1e-5, n_samples=100_000, seed=0).passed
     half = X.record_sensitivity(5) / 2
     assert not X.audit_gram_release(epsilon=1.0, delta=1e-5, delta_g=half, n_samples=100_000, seed=0).passed
+
+
+def test_cv_accuracy_uses_given_folds():
+    # fold 0 separates at 0.5, fold 1 at 0.85: the threshold learnt on one fold costs 2 errors on fold 1 and
+    # 1 on fold 0 (5/8 correct, worked out by hand)
+    score = torch.tensor([0.9, 0.8, 0.1, 0.2, 0.95, 0.9, 0.8, 0.75], dtype=torch.float64)
+    label = torch.tensor([1, 1, 0, 0, 1, 1, 0, 0])
+    fold = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+    assert X.cv_accuracy(score, label, fold=fold) == 5 / 8
+    with pytest.raises(InsufficientDataError, match="2 folds"):
+        X.cv_accuracy(score, label, fold=torch.zeros(8, dtype=torch.long))
+
+
+def test_lfw_protocol_pairs_and_dp_verification_use_the_protocols_folds():
+    e, y = clusters(k=6, per=6, spread=0.15)
+    g = torch.Generator().manual_seed(1)
+    n = e.shape[0]
+    i, j = torch.triu_indices(n, n, offset=1)
+    same = y[i] == y[j]
+    gen = torch.nonzero(same).squeeze(1)
+    imp = torch.nonzero(~same).squeeze(1)[torch.randperm(int((~same).sum()), generator=g)[: gen.numel()]]
+    pick = torch.cat([gen, imp])
+    pairs = torch.stack([i[pick], j[pick]], 1)
+    fold = torch.arange(pick.numel()) % 10
+    P = X.lfw_protocol_pairs(pairs, same[pick], fold, e, y)
+    assert torch.equal(P["fold"], fold) and P["label"].sum() == gen.numel()
+    assert torch.allclose(P["score"], (e[pairs[:, 0]] * e[pairs[:, 1]]).sum(1))
+    ver = X.dp_verification(P, epsilons=[0.5], delta=1e-5, fars=(0.1,), seed=0)
+    clean = ver[ver.epsilon == "clean"].iloc[0]
+    assert clean.accuracy == pytest.approx(100 * X.cv_accuracy(P["score"], P["label"], fold=fold))
+    assert clean.accuracy > 90 and ver[ver.epsilon == "0.5"].accuracy.iloc[0] < clean.accuracy
+    with pytest.raises(InvalidArgumentError, match="pairs"):
+        X.lfw_protocol_pairs(pairs + n, same[pick], fold, e, y)
+    with pytest.raises(NotUnitNormError):
+        X.lfw_protocol_pairs(pairs, same[pick], fold, 2 * e, y)
+
+
+def test_template_features_pool_media_then_templates():
+    # template 7: two frames of media 1 (both e0) and one still (e1): media pooling weights e0 and e1 equally
+    e0, e1, e2 = torch.eye(3, dtype=torch.float64)
+    emb = torch.stack([e0, e0, e1, 3 * e2])
+    ids, feat = X.template_features(emb, torch.tensor([7, 7, 7, 9]), torch.tensor([1, 1, 2, 3]))
+    assert ids.tolist() == [7, 9]
+    assert torch.allclose(feat[0], (e0 + e1) / math.sqrt(2)) and torch.allclose(feat[1], e2)
+    # without media every image is its own media: e0 counts twice
+    _, f2 = X.template_features(emb, torch.tensor([7, 7, 7, 9]))
+    assert torch.allclose(f2[0], torch.nn.functional.normalize(2 * e0 + e1, dim=0))
+    P = X.template_pairs(ids, feat, torch.tensor([[9, 7], [7, 7]]), torch.tensor([False, True]))
+    assert P["score"].tolist() == pytest.approx([0.0, 1.0]) and P["id_a"].tolist() == [9, 7]
+    with pytest.raises(InvalidArgumentError, match="no feature"):
+        X.template_pairs(ids, feat, torch.tensor([[7, 8], [7, 7]]), torch.tensor([False, True]))
+    with pytest.raises(InvalidArgumentError, match="zero"):
+        X.template_features(torch.stack([e0, -e0]), torch.tensor([1, 1]))
+
+
+def test_build_templates_and_protocol():
+    y = torch.tensor([0] * 7 + [1] * 6 + [2] * 2)
+    t = X.build_templates(y, images_per_template=3, seed=0)
+    used = t >= 0
+    assert int(used.sum()) == 12 and t.max() == 3  # 2 + 2 templates; identity 2 is too small; one leftover of 0
+    for tid in range(4):
+        assert (t == tid).sum() == 3 and y[t == tid].unique().numel() == 1
+    assert torch.equal(X.build_templates(y, images_per_template=3, seed=0), t)
+    pairs, same = X.template_protocol(t, y)
+    assert pairs.shape == (6, 2) and int(same.sum()) == 2
+    e, yy = clusters(k=5, per=8, spread=0.3)
+    tt = X.build_templates(yy, images_per_template=4, seed=1)
+    ids, feat = X.template_features(e[tt >= 0], tt[tt >= 0])
+    pairs, same = X.template_protocol(tt, yy)
+    P = X.template_pairs(ids, feat, pairs, same)
+    # pooling several images makes templates more separable than single images
+    single = X.verification_pairs(e, yy)
+    assert auc(P["score"][P["label"] == 1], P["score"][P["label"] == 0]) >= auc(
+        single["score"][single["label"] == 1], single["score"][single["label"] == 0])
+    with pytest.raises(InsufficientDataError, match="2 templates"):
+        X.build_templates(torch.tensor([0, 0, 1]), images_per_template=3)
+    with pytest.raises(InvalidArgumentError, match="mixes"):
+        X.template_protocol(torch.tensor([0, 0, 1]), torch.tensor([0, 1, 1]))

@@ -20,6 +20,10 @@ class ScoreShieldConfig:
         scaling_repeats: repeats per n.
         verification_epsilons: the paper's ε grid for Table 1 / H.1; ``verification_delta``: its δ.
         verification_repeats: noise draws per ε.
+        images_per_template: images pooled into one template in the IJB-style template protocol built on the
+            embedded (or LFW) faces.
+        ijb_sets: IJB protocols read from ``data_root`` at the paper scale ("IJBB", "IJBC"; a missing one is skipped
+            with a message saying where to get it).
         op_scores: synthetic scores per side in the operating-point study (the paper: 200,000).
         op_epsilons, op_deltas, op_alphas: its grid.
         gram_n: collection size for Gram analytics; gram_epsilons, gram_delta_gs, gram_delta: its grid;
@@ -40,6 +44,8 @@ class ScoreShieldConfig:
     verification_epsilons: tuple[float, ...]
     verification_delta: float
     verification_repeats: int
+    images_per_template: int
+    ijb_sets: tuple[str, ...]
     op_scores: int
     op_epsilons: tuple[float, ...]
     op_deltas: tuple[float, ...]
@@ -65,6 +71,7 @@ SMOKE = ScoreShieldConfig(
     face_set="lfw-subset-views", n_identities=12, images_per_identity=4, face_size=64,
     scaling_ns=(8, 16, 32), scaling_repeats=1,
     verification_epsilons=(20.0, 100.0), verification_delta=1e-4, verification_repeats=1,
+    images_per_template=2, ijb_sets=(),
     op_scores=20_000, op_epsilons=(5.0, 20.0, 40.0), op_deltas=(1e-5,), op_alphas=(1e-2,),
     gram_n=40, gram_epsilons=(10.0, 100.0), gram_delta_gs=(2.0,), gram_delta=1e-8, gram_repeats=1,
     gram_projections=("none", "clip", "nearest"),
@@ -75,6 +82,7 @@ DEFAULT = ScoreShieldConfig(
     face_set="lfw-subset-views", n_identities=100, images_per_identity=12, face_size=64,
     scaling_ns=(16, 32, 64, 128, 256, 512), scaling_repeats=3,
     verification_epsilons=_PAPER_EPS, verification_delta=1e-4, verification_repeats=3,
+    images_per_template=3, ijb_sets=(),
     op_scores=200_000, op_epsilons=_OP_EPS, op_deltas=(1e-8, 1e-6, 1e-5), op_alphas=(1e-2, 1e-3),
     gram_n=128, gram_epsilons=(1.0, 10.0, 100.0, 1000.0), gram_delta_gs=(0.5, 2.0), gram_delta=1e-8,
     gram_repeats=3, gram_projections=("none", "clip", "aap", "nearest"),
@@ -85,6 +93,7 @@ PAPER = ScoreShieldConfig(
     face_set="lfw", n_identities=5749, images_per_identity=0, face_size=112,
     scaling_ns=(16, 32, 64, 128, 256, 512, 1024, 2048), scaling_repeats=5,
     verification_epsilons=_PAPER_EPS, verification_delta=1e-4, verification_repeats=5,
+    images_per_template=3, ijb_sets=("IJBB", "IJBC"),
     op_scores=200_000, op_epsilons=_OP_EPS, op_deltas=(1e-8, 1e-6, 1e-5), op_alphas=(1e-2, 1e-3),
     gram_n=943, gram_epsilons=(0.1, 1.0, 10.0, 100.0), gram_delta_gs=(0.5, 1.0, 2.0), gram_delta=1e-8,
     gram_repeats=5, gram_projections=("none", "clip", "aap", "nearest"),
@@ -96,6 +105,7 @@ ARTEFACTS = (
     ("tableC1_calibration", "the paper's sigma vs the analytic sigma* and the delta that truly holds (PAPERS.md 3.8)"),
     ("fig2_error_scaling", "MSE/c of naive vs projected releases against n, both regimes and adjacencies (paper Fig. 2)"),
     ("table1_dp_verification", "DP face verification: accuracy and TAR@FAR with/without recalibration (paper Table 1 / H.1)"),
+    ("table1b_template_verification", "DP template verification, IJB-style pooling (paper Table 1, IJB-B/C columns)"),
     ("figG1_roc_shift", "ROC/AUC/EER shift against the O(sigma) bound (paper App. G)"),
     ("figG2_flip_probability", "decision-flip probability, closed form vs measured (paper App. G)"),
     ("tableG1_operating_points", "operating-point study on the synthetic score families (paper App. G/H)"),
