@@ -36,7 +36,6 @@ from privkit.errors import (
 )
 from privkit.privacy import analytic_gaussian_epsilon, audit
 
-torch.set_num_threads(1)
 
 SIZE = 32
 

@@ -24,14 +24,6 @@ from privkit.privacy.guarantee import PrivacyGuarantee
 SIZE = 32
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def poses(n: int, *, seed: int, id_offset: int = 0) -> PoseSet:
     """Random keypoints drawn as bright dots on noise (enough for a few training steps)."""
     g = torch.Generator().manual_seed(seed)

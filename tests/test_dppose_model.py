@@ -23,8 +23,6 @@ from privkit.dppose import (
 from privkit.dppose.grads import check_per_record_model
 from privkit.errors import InvalidArgumentError, MissingResourceError, ShapeError, UnknownNameError
 
-torch.set_num_threads(1)
-
 
 def random_poseset(n: int, size: int = 32, seed: int = 0) -> PoseSet:
     g = torch.Generator().manual_seed(seed)

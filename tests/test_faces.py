@@ -31,7 +31,6 @@ from privkit.data.synthfaces import (
 from privkit.data.types import FaceSet
 from privkit.errors import InsufficientDataError, InvalidArgumentError, ShapeError, UnknownNameError
 
-torch.set_num_threads(1)
 
 SMALL = {
     "lfw": dict(n_identities=10, images_per_identity=4, size=32),

@@ -26,14 +26,6 @@ from privkit.isp.utility import knn_retention
 from privkit.isp.verification import pairwise_tar_at_far
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 D, R0 = 32, 5
 _FRAME = torch.linalg.qr(torch.randn(D, D, generator=torch.Generator().manual_seed(7), dtype=torch.float64))[0]
 IDENTITY_BASIS = _FRAME[:, :R0]  # planted identity subspace

@@ -29,14 +29,6 @@ from privkit.isp.verification import (
 )
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 D, R0 = 24, 4
 _FRAME = torch.linalg.qr(torch.randn(D, D, generator=torch.Generator().manual_seed(3)))[0]
 IDENTITY_BASIS = _FRAME[:, :R0]

@@ -29,16 +29,6 @@ J = {name: i for i, name in enumerate(MPII_JOINTS)}
 A = {name: i for i, name in enumerate(ANGLE_NAMES)}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """One intra-op thread: the tensors are small, and spinning threads on a loaded CI machine cost
-    far more than they gain."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def private() -> PoseSet:
     return load_synthpose(split="private", n=96, seed=0, size=64, device="cpu")

@@ -12,14 +12,6 @@ from privkit.scoreshield import experiments as X
 from privkit.scoreshield import auc, synthetic_score_families
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def clusters(k=4, per=10, d=16, spread=0.2, seed=0):
     g = torch.Generator().manual_seed(seed)
     y = torch.arange(k).repeat_interleave(per)

@@ -15,15 +15,6 @@ from privkit.scoreshield.projection import (
     nearest_correlation,
 )
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    """Small matrices gain nothing from threads, and on a shared 2-core CI they lose a lot."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 
 def noisy_gram(n: int, d: int = 8, sigma: float = 0.5, seed: int = 0) -> torch.Tensor:
     """Cosine Gram of n random unit vectors plus ScoreShield's symmetric Gaussian noise."""

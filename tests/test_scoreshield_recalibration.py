@@ -31,14 +31,6 @@ from privkit.scoreshield import (
 )
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def privatise(s: torch.Tensor, sigma: float, seed: int) -> torch.Tensor:
     w = sample_gaussian(s.shape, sigma=sigma, generator=make_generator(seed), dtype=torch.float64)
     return (s + w).clamp(-1.0, 1.0)

@@ -12,15 +12,6 @@ from privkit.privacy import analytic_gaussian_delta, audit, gaussian_sigma, make
 from privkit.scoreshield import correlation_residuals, record_sensitivity, release_gram, release_scores
 from privkit.scoreshield.release import SCORE_NEIGHBOURING, SCORE_PROTECTS
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    """Small matrices gain nothing from threads, and on a shared 2-core CI they lose a lot."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 
 def unit(n: int, d: int, seed: int = 0, dtype=torch.float64) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
