@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, Self
 
 import torch
 
@@ -381,7 +381,32 @@ class IdentityProjector:
         )
 
 
-class IdentitySanitizer:
+class _StreamingFitter:
+    """Plumbing shared by the fitters: streaming float64 identity statistics and a fit cached until the next update."""
+
+    _second_moment: bool = False
+
+    def _init_stats(self, require_unit_norm: bool) -> None:
+        self._stats = _IdentityStats(second_moment=self._second_moment, require_unit_norm=require_unit_norm)
+        self._cache: Any = None
+
+    def _invalidate(self) -> None:
+        self._cache = None
+
+    @torch.no_grad()
+    def update(self, embeddings: torch.Tensor, identities: torch.Tensor) -> Self:
+        """Add a batch of (N, d) unit-norm embeddings with (N,) integer identity labels. Returns ``self``."""
+        self._stats.update(embeddings, identities)
+        self._invalidate()
+        return self
+
+    @property
+    def n_identities(self) -> int:
+        """Number of distinct identities seen so far."""
+        return self._stats.n_identities
+
+
+class IdentitySanitizer(_StreamingFitter):
     """Fitter of the Identity Sanitization Projection (ISP).
 
     Feed unit-norm embeddings with identity labels through :meth:`update` (any number of batches, on any device;
@@ -425,22 +450,13 @@ class IdentitySanitizer:
         self.relative_sv = check_probability("relative_sv", relative_sv, open_low=True, open_high=False)
         self.renormalize = bool(renormalize)
         self.solver = check_choice("solver", solver, ("gram", "svd"))
-        self._stats = _IdentityStats(second_moment=False, require_unit_norm=require_unit_norm)
-        self._cache: IdentityProjector | None = None
+        self._init_stats(require_unit_norm)
         self._spectrum: tuple[torch.Tensor, torch.Tensor] | None = None
 
-    # -- accumulation ----------------------------------------------------------------------------------------------
-    @torch.no_grad()
-    def update(self, embeddings: torch.Tensor, identities: torch.Tensor) -> "IdentitySanitizer":
-        """Add a batch of (N, d) unit-norm embeddings with (N,) integer identity labels. Returns ``self``."""
-        self._stats.update(embeddings, identities)
+    # -- accumulation (update, n_identities: see _StreamingFitter) --------------------------------------------------
+    def _invalidate(self) -> None:
         self._cache = None
         self._spectrum = None
-        return self
-
-    @property
-    def n_identities(self) -> int:
-        return self._stats.n_identities
 
     @property
     def n_samples(self) -> int:
@@ -616,7 +632,7 @@ def _whitening(cov: torch.Tensor, *, tol: float) -> tuple[torch.Tensor, torch.Te
     return (v / root) @ v.T, (v * root) @ v.T
 
 
-class LeaceFitter:
+class LeaceFitter(_StreamingFitter):
     """Fitter of LEACE-style whitened identity erasure (baseline; the closed form of Belrose et al. 2023).
 
     Statistics (streaming, float64): the total sum and second moment of the embeddings, and per-identity sums and
@@ -635,6 +651,8 @@ class LeaceFitter:
         require_unit_norm: reject non-unit-norm embeddings (default True).
     """
 
+    _second_moment = True
+
     def __init__(
         self,
         rank: int | None = None,
@@ -646,18 +664,7 @@ class LeaceFitter:
         self.rank = _check_rank(rank)
         self.renormalize = bool(renormalize)
         self.eig_tol = check_positive("eig_tol", eig_tol)
-        self._stats = _IdentityStats(second_moment=True, require_unit_norm=require_unit_norm)
-        self._cache: LeaceEraser | None = None
-
-    @torch.no_grad()
-    def update(self, embeddings: torch.Tensor, identities: torch.Tensor) -> "LeaceFitter":
-        self._stats.update(embeddings, identities)
-        self._cache = None
-        return self
-
-    @property
-    def n_identities(self) -> int:
-        return self._stats.n_identities
+        self._init_stats(require_unit_norm)
 
     @property
     def eraser(self) -> LeaceEraser:
@@ -696,7 +703,7 @@ class LeaceFitter:
 # ---------------------------------------------------------------------------------------------------------------------
 # INLP
 # ---------------------------------------------------------------------------------------------------------------------
-class INLPFitter:
+class INLPFitter(_StreamingFitter):
     """Fitter of iterative nullspace projection (INLP) with a ridge multi-class classifier (baseline).
 
     Each iteration fits the least-squares classifier W_t = (P C P + λ I)⁻¹ P B on the currently projected data
@@ -718,6 +725,8 @@ class INLPFitter:
         require_unit_norm: reject non-unit-norm embeddings (default True).
     """
 
+    _second_moment = True
+
     def __init__(
         self,
         n_iterations: int = 10,
@@ -731,18 +740,7 @@ class INLPFitter:
         self.directions_per_iteration = check_int("directions_per_iteration", directions_per_iteration, minimum=1)
         self.alpha = check_positive("alpha", alpha)
         self.renormalize = bool(renormalize)
-        self._stats = _IdentityStats(second_moment=True, require_unit_norm=require_unit_norm)
-        self._cache: IdentityProjector | None = None
-
-    @torch.no_grad()
-    def update(self, embeddings: torch.Tensor, identities: torch.Tensor) -> "INLPFitter":
-        self._stats.update(embeddings, identities)
-        self._cache = None
-        return self
-
-    @property
-    def n_identities(self) -> int:
-        return self._stats.n_identities
+        self._init_stats(require_unit_norm)
 
     @property
     def projector(self) -> IdentityProjector:
