@@ -27,7 +27,8 @@
 # 2. the face-versus-context attribution: FII by face-coverage ratio, CPI against face blur, B*;
 # 3. TAR and utility (kNN on non-identity attributes, copy detection) against the rank r;
 # 4. ISP against LEACE and INLP at equal rank; 5. principal angles between identity subspaces fitted on
-#    different data; 6. template inversion before and after ISP.
+#    different data; 6. template inversion to aligned face crops (regression and optimisation attacks) before and
+#    after ISP, judged by dlib verification, rank-1 identification and the margin over a mismatched control.
 #
 # ISP is a deterministic linear projection, not a differential-privacy mechanism: it comes with no
 # `PrivacyGuarantee`, and its protection is empirical — against the probes measured here (the paper itself calls
@@ -510,15 +511,32 @@ with timer("subspaces"):
 
 # %% [markdown]
 # ## 6. Template inversion before and after ISP (paper §1.5)
-# The attacker trains a decoder from embeddings to images on auxiliary identities (regression, Vec2Face-like) and,
-# for differentiable encoders, searches the decoder's latent so that the encoder's embedding of the reconstruction
-# matches the leaked one (optimisation, ALSUV-like); against ISP the attacker knows the projector and inverts the
-# sanitised embeddings. Success: dlib (the biometric reference, not used by the attacks) verifies the reconstruction
-# against the target image at its FAR = `cfg.reference_far` threshold, set on the validation identities [I]; both
-# images are embedded with the target's face box. The control decodes *another* target's embedding; the margin is
-# the mean gain in dlib cosine over that control. The dlib row inverts dlib's own embeddings (regression only: dlib
-# is not differentiable) — it is **not** disjoint from the reference, so it is an optimistic contrast, standing in for
-# the paper's FR-embedding inversions (67–100% success there, ≈ 0% for DINO/CLIP/SSCD).
+# Can a face be rebuilt from a leaked embedding, and does ISP stop it? The paper audits four generative inverters
+# (DiffMI, ALSUV, Vec2Face, Bob) with pretrained generators; none is available offline, so privkit runs two small
+# families that stand for them [I]: **regression** (the Vec2Face family, and Bob's learned embedding→image map) — a
+# closed-form **ridge** decoder from embedding to pixels (the standard linear baseline; λ by identity-grouped
+# cross-validation on the auxiliary set) and a small **conv** decoder (pixel MSE); and **optimisation** (the ALSUV
+# family) — a latent search of the conv decoder, from the leaked embedding, so that the attacked encoder's embedding
+# of the reconstruction matches it (differentiable encoders only). DiffMI (diffusion) has no counterpart here.
+#
+# Reconstructions are **aligned face crops** (square, the face box's longer side plus 20% on each side, at
+# `cfg.inversion_resolution` px), as template-inversion work produces; the leaked embeddings are what each encoder
+# normally computes (the whole image for `[image]` encoders). For the latent search an `[image]` encoder sees the
+# reconstructed crop pasted into the attacker's own estimate of the scene at its estimate of the face box (both
+# ridge-predicted from the leaked embedding; no target image or box is used). The auxiliary set is every probe-fit
+# image (identities disjoint from the targets); the targets are one image of each test identity; against ISP the
+# attacker knows the projector and inverts the sanitised embeddings.
+#
+# **Success rule** [I]: dlib (the biometric reference, never used by the attacks) embeds each reconstruction and each
+# target's real crop with the crop's face box; the reconstruction *verifies* when their cosine exceeds dlib's
+# FAR = `cfg.reference_far` threshold, set on the validation identities' face-box embeddings. Beside it, the
+# **identification view**: rank-1 — the real target crop nearest to a reconstruction is its own target's (chance 1/T)
+# — and the **margin** over the mismatched control (cosine to the own target minus the mean cosine of the other
+# targets' reconstructions to it). dlib's cosine between *different* faces is already ≈ 0.87 on these crops, so
+# margins are small numbers in a compressed space: fine for ranking and for "above zero", not comparable to the
+# paper's success rates. The dlib rows invert dlib's own embeddings (regression only: dlib is not differentiable) —
+# not disjoint from the reference, so an optimistic contrast standing for the paper's FR-embedding inversions
+# (67–100% success there, ≈ 0% for DINO/CLIP/SSCD).
 
 # %%
 with timer("inversion"):
@@ -530,9 +548,11 @@ with timer("inversion"):
         ref_enc = encoders[ref_lab.split(" ")[0]]
         tau_ref = X.reference_threshold_from_embeddings(*splits[ref_lab]["val"], far=cfg.reference_far)
         g = torch.Generator().manual_seed(seed + 1)
-        tgt = test_idx[torch.randperm(test_idx.numel(), generator=g)[: cfg.inversion_targets]]
-        train_idx = torch.nonzero(masks["train"]).flatten()
-        aux = train_idx[torch.randperm(train_idx.numel(), generator=g)[: cfg.inversion_aux]]
+        test_ids = torch.unique(faces.identity[test_idx])
+        test_ids = test_ids[torch.randperm(test_ids.numel(), generator=g)[: cfg.inversion_targets]]
+        tgt = torch.stack([test_idx[faces.identity[test_idx] == i][
+            torch.randint(int((faces.identity[test_idx] == i).sum()), (1,), generator=g)] for i in test_ids]).flatten()
+        aux = torch.nonzero(masks["train"]).flatten()
         attacked = {}
         for spec in cfg.inversion_encoders:
             name, mode = spec.split(":")
@@ -542,69 +562,83 @@ with timer("inversion"):
                 continue
             for cond, proj in (("raw", None), ("ISP-W", projectors[lab]["ISP-W"])):
                 fn = (lambda z: z) if proj is None else proj
-                attacked[f"{lab} {cond}"] = (X.ProjectedEncoder(encoders[name], proj), fn(emb[lab][aux]), fn(emb[lab][tgt]))
+                attacked[f"{lab} {cond}"] = (X.ProjectedEncoder(encoders[name], proj), fn(emb[lab][aux]),
+                                             fn(emb[lab][tgt]), mode)
         if cfg.inversion_fr_contrast:
             for cond, proj in (("raw", None), ("ISP-W", projectors[ref_lab]["ISP-W"])):
                 fn = (lambda z: z) if proj is None else proj
                 attacked[f"{ref_lab} {cond}"] = (None, fn(emb[ref_lab][aux]), fn(emb[ref_lab][tgt]))
-        inv, recs = X.inversion_study(attacked, faces.images[aux], faces.images[tgt], faces.box[tgt], ref_enc, tau_ref,
-                                      resolution=cfg.inversion_resolution, attacks=cfg.inversion_attacks,
-                                      epochs=cfg.inversion_epochs, steps=cfg.inversion_steps, seed=seed)
+        inv, recs = X.inversion_study(attacked, faces.images[aux], faces.box[aux], faces.identity[aux],
+                                      faces.images[tgt], faces.box[tgt], ref_enc, tau_ref,
+                                      target_identities=faces.identity[tgt], crop_size=cfg.inversion_resolution,
+                                      crop_margin=cfg.inversion_margin, attacks=cfg.inversion_attacks,
+                                      ridge_lambdas=cfg.ridge_lambdas, epochs=cfg.inversion_epochs,
+                                      steps=cfg.inversion_steps, seed=seed)
         inv.insert(1, "condition", [e.rsplit(" ", 1)[1] for e in inv.encoder])
         inv["encoder"] = [e.rsplit(" ", 1)[0] for e in inv.encoder]
         inv["reference_far"] = cfg.reference_far
         save_table(inv, out_dir, "table7_inversion",
-                   caption=f"Inversion success (dlib verification at FAR {cfg.reference_far:g}, Wilson 95% CI)")
-        print(f"dlib threshold at FAR {cfg.reference_far:g} (validation identities): cos > {tau_ref:.4f}")
-        print(inv.drop(columns=["threshold", "reference_far"]).to_string(index=False, float_format="{:.3f}".format))
-        att = inv[inv.attack != "control"]
-        print(f"\n{int((att.success_rate * att.n_targets).round().sum())} of {int(att.n_targets.sum())} reconstructions "
-              f"verified; largest identity margin over the control {att.margin.max():+.4f} dlib-cosine units. The paper "
-              "reports ≈ 0% for non-FR encoders and 67–100% for FR embeddings with pretrained generative inverters.")
-        fr = att[(att.encoder == ref_lab) & (att.condition == "raw")]
-        if len(fr) and (fr.success_rate == 0).all() and (fr.margin_low <= 0).all():
-            print("Here even the FR (dlib) embeddings are not inverted by privkit's small decoders (trained on the "
-                  "probe-fit identities only): the attack, not ISP, is the bottleneck, so this audit cannot separate "
-                  "raw from ISP at this scale.")
+                   caption=f"Inversion to face crops: dlib verification at FAR {cfg.reference_far:g} and rank-1 "
+                           "identification (Wilson 95% CI), margin over the mismatched control (95% CI)")
+        n_t = len(tgt)
+        print(f"dlib threshold at FAR {cfg.reference_far:g} (validation identities): cos > {tau_ref:.4f}; "
+              f"{n_t} targets (one per test identity), {len(aux)} auxiliary images of {len(parts['train'])} "
+              f"probe-fit identities; rank-1 chance {1 / n_t:.3f}")
+        show7 = inv[["encoder", "condition", "attack"]].copy()
+        show7["verified"] = [f"{round(r.success_rate * r.n_targets)}/{r.n_targets}" for r in inv.itertuples()]
+        show7["control FA"] = inv.control_rate.map("{:.3f}".format)
+        show7["rank-1 [95% CI]"] = [f"{r.rank1:.2f} [{r.rank1_low:.2f}, {r.rank1_high:.2f}]" for r in inv.itertuples()]
+        show7["margin [95% CI]"] = [f"{r.margin:+.4f} [{r.margin_low:+.4f}, {r.margin_high:+.4f}]" for r in inv.itertuples()]
+        show7["ridge λ"] = inv.ridge_lambda.map("{:g}".format)
+        print(show7.to_string(index=False))
+        print(f"\n{int((inv.success_rate * inv.n_targets).round().sum())} of {int(inv.n_targets.sum())} reconstructions "
+              f"verified at FAR {cfg.reference_far:g}; rows with rank-1 above chance (CI): "
+              f"{int((inv.rank1_low > inv.rank1_chance).sum())} of {len(inv)}; rows with a margin CI above 0: "
+              f"{int((inv.margin_low > 0).sum())} of {len(inv)}. The paper reports ≈ 0% success for non-FR encoders "
+              "and 67–100% for FR embeddings with pretrained generative inverters; privkit's small attacks on 25-px "
+              "LFW faces are far weaker, so the graded views (rank-1, margin) carry the comparison.")
 
 # %%
 with timer("inversion"):
     if len(inv):
-        fig, axes = plt.subplots(1, 2, figsize=(11, 0.32 * len(inv) + 1.2), sharey=True)
+        fig, axes = plt.subplots(1, 3, figsize=(14, 0.3 * len(inv) + 1.4), sharey=True)
         keys = list(inv.encoder + " " + inv.condition + " / " + inv.attack)
         y = np.arange(len(inv))[::-1]
         cols = np.where(inv.condition == "raw", "#4c72b0", "#dd8452")
         for i in range(len(inv)):
             r = inv.iloc[i]
-            axes[0].errorbar(100 * r.success_rate, y[i], xerr=[[100 * (r.success_rate - r.ci_low)], [100 * (r.ci_high - r.success_rate)]],
-                             fmt="o", color=cols[i], capsize=2, ms=4)
-            axes[0].text(100 * r.ci_high + 1, y[i], f"{round(r.success_rate * r.n_targets)}/{r.n_targets}", va="center", fontsize=6)
-            if r.attack != "control":
-                axes[1].errorbar(r.margin, y[i], xerr=[[r.margin - r.margin_low], [r.margin_high - r.margin]], fmt="s",
-                                 color=cols[i], capsize=2, ms=4)
+            for ax, (v, lo_, hi_) in zip(axes, [(100 * r.success_rate, 100 * r.ci_low, 100 * r.ci_high),
+                                               (100 * r.rank1, 100 * r.rank1_low, 100 * r.rank1_high),
+                                               (r.margin, r.margin_low, r.margin_high)]):
+                ax.errorbar(v, y[i], xerr=[[v - lo_], [hi_ - v]], fmt="o", color=cols[i], capsize=2, ms=4)
         axes[0].set_yticks(y, keys, fontsize=7)
-        axes[0].set(xlabel=f"reconstructions verified by dlib at FAR {cfg.reference_far:g} (%, Wilson 95% CI)", xlim=(-2, 105))
-        axes[1].axvline(0, color="k", lw=0.6)
-        axes[1].set(xlabel="dlib cosine gain over the control (mean, 95% CI)")
-        axes[1].xaxis.set_major_locator(plt.MaxNLocator(5))
+        axes[0].set(xlabel=f"verified by dlib at FAR {cfg.reference_far:g} (%, Wilson 95%)", xlim=(-2, 102))
+        axes[1].axvline(100 * inv.rank1_chance.iloc[0], color="k", ls=":", lw=0.8, label="chance (1/T)")
+        axes[1].set(xlabel="rank-1 among the targets' real crops (%, Wilson 95%)", xlim=(-2, 102))
+        axes[1].legend(fontsize=7, loc="lower right")
+        axes[2].axvline(0, color="k", lw=0.6)
+        axes[2].set(xlabel="dlib cosine gain over mismatched reconstructions (95% CI)")
+        axes[2].xaxis.set_major_locator(plt.MaxNLocator(5))
         fig.tight_layout()
         save_figure(fig, out_dir, "fig4_inversion", inv)
         plt.show()
         plt.close(fig)
-        show_keys = [k for k in recs if k.endswith("/regression")][:4]
-        n_show = min(6, len(tgt))
-        fig, axes = plt.subplots(len(show_keys) + 1, n_show, figsize=(1.3 * n_show, 1.35 * (len(show_keys) + 1)),
+        real_crops, _ = X.face_crops(faces.images[tgt], faces.box[tgt], size=cfg.inversion_resolution,
+                                     margin=cfg.inversion_margin)
+        show_keys = [k for k in recs if k.endswith("/ridge")][:6]
+        n_show = min(8, len(tgt))
+        fig, axes = plt.subplots(len(show_keys) + 1, n_show, figsize=(1.1 * n_show + 1.5, 1.15 * (len(show_keys) + 1)),
                                  squeeze=False)
         for j in range(n_show):
-            axes[0][j].imshow(faces.images[tgt[j]].permute(1, 2, 0).numpy())
+            axes[0][j].imshow(real_crops[j].permute(1, 2, 0).numpy())
             for i, k in enumerate(show_keys, 1):
                 axes[i][j].imshow(recs[k][j].permute(1, 2, 0).clamp(0, 1).numpy())
-        for i, k in enumerate(["target"] + show_keys):
-            axes[i][0].set_ylabel(k.replace("/regression", ""), fontsize=6, rotation=0, ha="right", va="center")
+        for i, k in enumerate(["target crop"] + show_keys):
+            axes[i][0].set_ylabel(k.replace("/ridge", " / ridge"), fontsize=6, rotation=0, ha="right", va="center")
         for a in axes.flat:
             a.set_xticks([])
             a.set_yticks([])
-        shown = pd.DataFrame({"row": ["target"] + show_keys, "images": n_show,
+        shown = pd.DataFrame({"row": ["target crop"] + show_keys, "images": n_show,
                               "target_indices": [" ".join(str(int(i)) for i in tgt[:n_show])] * (len(show_keys) + 1)})
         save_figure(fig, out_dir, "fig5_reconstructions", shown)
         plt.show()
@@ -668,9 +702,25 @@ if scale != "smoke":
         elif u.metric == "copy:recall@1" and u.transformed < 10 * u.chance:
             failures.append(f"{u.encoder}: copy-detection Recall@1 after ISP-W ({u.transformed:.3f}) is within 10x "
                             f"of chance ({u.chance:.4f})")
+    # 6. template inversion, dlib contrast (inverting the reference's own embeddings, ridge decoder): the raw
+    #    reconstructions carry identity (margin over the mismatched control above 0), and ISP-W does not give the
+    #    attacker more than raw beyond the intervals (margin and rank-1). Verification at FAR 1e-3 and rank-1 above
+    #    chance are reported, not asserted: with 20 targets and 25-px faces they are 0 / at chance for every row.
+    if len(inv) and cfg.inversion_fr_contrast and ref_lab is not None:
+        fr = inv[(inv.encoder == ref_lab) & (inv.attack == "ridge")].set_index("condition")
+        raw_fr, isp_fr = fr.loc["raw"], fr.loc["ISP-W"]
+        notes.append(f"inversion, dlib contrast (ridge): margin raw {raw_fr.margin:+.4f} [{raw_fr.margin_low:+.4f}, "
+                     f"{raw_fr.margin_high:+.4f}], ISP-W {isp_fr.margin:+.4f} [{isp_fr.margin_low:+.4f}, "
+                     f"{isp_fr.margin_high:+.4f}]; rank-1 raw {raw_fr.rank1:.2f}, ISP-W {isp_fr.rank1:.2f} "
+                     f"(chance {raw_fr.rank1_chance:.2f})")
+        if not raw_fr.margin_low > 0:
+            failures.append(f"inverting dlib's own raw embeddings gives no identity margin over the control "
+                            f"({raw_fr.margin:+.4f}, CI low {raw_fr.margin_low:+.4f})")
+        if isp_fr.margin_low > raw_fr.margin_high or isp_fr.rank1_low > raw_fr.rank1_high:
+            failures.append("inversion of ISP-W-sanitised dlib embeddings beats the raw ones beyond the intervals")
 else:
-    notes.append("smoke scale: the ISP-vs-raw, rank-monotonicity and utility checks need the default scale's "
-                 "identities and are skipped")
+    notes.append("smoke scale: the ISP-vs-raw, rank-monotonicity, utility and inversion checks need the default "
+                 "scale's identities and are skipped")
 print("\n".join(notes))
 print("\n".join(failures) if failures else "All checks passed.")
 if failures:

@@ -27,6 +27,11 @@ from privkit.isp.attribution import (
     summarise_by_fcr,
 )
 from privkit.isp.inversion import (
+    RidgeDecoder,
+    face_crops,
+    paste_crops,
+    ridge_predict,
+    train_ridge_inverter,
     inversion_audit,
     inversion_success,
     optimisation_attack,
@@ -319,6 +324,54 @@ def test_regression_attack_and_audit(inversion_sets):
     )
     assert list(table["attack"]) == ["regression", "optimisation"] and (table["success_rate"] <= 0.1).all()
     assert (table["reference_far"] == 1e-3).all()
+
+
+def test_face_crops_and_paste_round_trip():
+    yy, xx = torch.meshgrid(torch.arange(32.0), torch.arange(32.0), indexing="ij")
+    img = torch.stack([xx / 31, yy / 31, (xx + yy) / 62])[None].repeat(2, 1, 1, 1)
+    boxes = torch.tensor([[8.0, 6.0, 20.0, 22.0], [4.0, 4.0, 14.0, 12.0]])
+    crops, cbox = face_crops(img, boxes, size=16, margin=0.25)
+    assert crops.shape == (2, 3, 16, 16) and cbox.shape == (2, 4)
+    # the face box sits centred, its longer side spanning 1 / (1 + 2 * margin) of the crop
+    assert float((cbox[:, 3] - cbox[:, 1])[0]) == pytest.approx(16 / 1.5, abs=1e-4)
+    assert float((cbox[:, 0] + cbox[:, 2])[0]) == pytest.approx(16, abs=1e-4)
+    # a linear ramp is sampled exactly: the crop's top-left pixel centre maps back to the right image position
+    side = 16 * 1.5
+    assert float(crops[0, 0, 0, 0]) * 31 == pytest.approx(14 - side / 2 + side / 32 - 0.5, abs=1e-4)
+    back = paste_crops(torch.zeros_like(img), crops, boxes, margin=0.25)
+    torch.testing.assert_close(back[0, :, 6:22, 8:20], img[0, :, 6:22, 8:20], atol=1e-5, rtol=0)
+    assert float(back[0, :, 0, 0].abs().max()) == 0  # outside the frame the canvas is kept
+    c = crops.clone().requires_grad_(True)
+    paste_crops(img, c, boxes).sum().backward()
+    assert c.grad is not None and float(c.grad.abs().sum()) > 0
+    with pytest.raises(InvalidArgumentError, match="xyxy"):
+        face_crops(img, torch.tensor([[8.0, 6.0, 4.0, 22.0]] * 2))
+    with pytest.raises(ShapeError):
+        face_crops(img, boxes[:1])
+
+
+def test_ridge_inverter_recovers_a_linear_map_and_picks_lambda():
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(6, 3 * 4 * 4, generator=g) * 0.02  # no pixel leaves [0, 1]: the map is exactly linear
+    z = torch.randn(200, 6, generator=g)
+    x = (0.5 + z @ w).view(200, 3, 4, 4).clamp(0, 1)
+    ids = torch.arange(200) // 4
+    dec, cv = train_ridge_inverter(z, x, groups=ids, lambdas=(1e-3, 1e3, 1e6), folds=4)
+    assert isinstance(dec, RidgeDecoder) and dec.embed_dim == 6 and cv.chosen.sum() == 1
+    assert dec.lam == 1e-3 and cv.cv_mse.iloc[0] < cv.cv_mse.iloc[2]
+    zt = torch.randn(10, 6, generator=g)
+    torch.testing.assert_close(dec(zt), (0.5 + zt @ w).view(10, 3, 4, 4).clamp(0, 1), atol=2e-3, rtol=0)
+    torch.testing.assert_close(ridge_predict(z, x.flatten(1), zt, lam=1e-3), dec(zt).flatten(1), atol=2e-3, rtol=0)
+    # an embedding independent of the images: a huge penalty (the mean image) wins the cross-validation
+    noise = torch.randn(200, 6, generator=g)
+    dec_n, cv_n = train_ridge_inverter(noise, x, groups=ids, lambdas=(1e-3, 1e6), folds=4)
+    assert dec_n.lam == 1e6
+    with pytest.raises(InsufficientDataError, match="groups"):
+        train_ridge_inverter(z, x, groups=torch.zeros(200, dtype=torch.long), folds=2)
+    with pytest.raises(InvalidArgumentError):
+        train_ridge_inverter(z, x, lambdas=(0.0,))
+    with pytest.raises(ShapeError):
+        train_ridge_inverter(z[:5], x)
 
 
 def test_wilson_interval():

@@ -290,27 +290,45 @@ def test_reference_threshold_from_embeddings():
         X.reference_threshold_from_embeddings(emb, ids, far=1e-4)
 
 
-def test_inversion_study_rows_and_control():
-    faces = tiny_faces(6, 4, 16, seed=1)
-    enc = CountingEncoder()
+def test_inversion_study_rows_identity_evidence_and_errors():
+    faces = tiny_faces(38, 4, 16, seed=1)
     ref = CountingEncoder()
+    crops, _ = X.face_crops(faces.images, faces.box, size=8, margin=0.2)
+    leak = ref.embed(crops)  # an embedding that carries the face crop: identity must come back
+    noise = torch.nn.functional.normalize(torch.randn(len(faces), 48, generator=torch.Generator().manual_seed(5)), dim=1)
+    aux = torch.arange(0, 120)
+    tgt = torch.arange(120, 152, 4)  # one image of each of 8 identities
+    enc = CountingEncoder()
     z = enc.embed(faces.images)
-    aux, tgt = torch.arange(0, 16), torch.arange(16, 24)
     p = X.fit_eraser("isp", z[aux], faces.identity[aux], rank=2)
-    attacked = {"enc raw": (X.ProjectedEncoder(enc, None), z[aux], z[tgt]),
-                "enc ISP": (X.ProjectedEncoder(enc, p), p(z[aux]), p(z[tgt])),
-                "no module": (None, z[aux], z[tgt])}
-    table, recs = X.inversion_study(attacked, faces.images[aux], faces.images[tgt], faces.box[tgt], ref, 0.5,
-                                    resolution=8, epochs=2, steps=3, seed=0)
-    assert list(table.attack[table.encoder == "enc raw"]) == ["regression", "optimisation", "control"]
-    assert list(table.attack[table.encoder == "no module"]) == ["regression", "control"]  # no gradients: no search
-    assert table.success_rate.between(0, 1).all() and (table.ci_low <= table.success_rate).all()
-    assert table[table.attack == "control"].margin.isna().all()
-    assert table[table.attack != "control"].margin.notna().all()
-    assert recs["enc raw/regression"].shape == (8, 3, 8, 8)
-    assert ref.last_boxes is not None and float(ref.last_boxes.max()) <= 8  # boxes scaled to the reconstructions
+    attacked = {"leak": (None, leak[aux], leak[tgt]), "noise": (None, noise[aux], noise[tgt]),
+                "enc raw": (X.ProjectedEncoder(enc, None), z[aux], z[tgt]),
+                "enc ISP box": (X.ProjectedEncoder(enc, p), p(z[aux]), p(z[tgt]), "box")}
+    args = (faces.images[aux], faces.box[aux], faces.identity[aux], faces.images[tgt], faces.box[tgt], ref, 0.5)
+    table, recs = X.inversion_study(attacked, *args, crop_size=8, epochs=2, steps=3, seed=0)
+    assert list(table.attack[table.encoder == "enc raw"]) == ["ridge", "conv", "optimisation"]
+    assert list(table.attack[table.encoder == "enc ISP box"]) == ["ridge", "conv", "optimisation"]
+    assert list(table.attack[table.encoder == "leak"]) == ["ridge", "conv"]  # no module: no latent search
+    assert set(table.family) == {"regression", "optimisation"}
+    for lo, v, hi in (("ci_low", "success_rate", "ci_high"), ("rank1_low", "rank1", "rank1_high"),
+                      ("margin_low", "margin", "margin_high")):
+        assert (table[lo] <= table[v] + 1e-12).all() and (table[v] <= table[hi] + 1e-12).all()
+    assert table.rank1_chance.tolist() == pytest.approx([1 / 8] * len(table))
+    assert recs["enc raw/optimisation"].shape == (8, 3, 8, 8)
+    assert ref.last_boxes is not None and float(ref.last_boxes.max()) <= 8  # crop boxes, in crop pixels
+    leak_row = table[(table.encoder == "leak") & (table.attack == "ridge")].iloc[0]
+    noise_row = table[(table.encoder == "noise") & (table.attack == "ridge")].iloc[0]
+    assert leak_row.rank1 >= 0.75 and leak_row.margin_low > 0
+    assert noise_row.rank1 <= 0.5 and noise_row.margin < leak_row.margin_low
     with pytest.raises(UnknownNameError):
-        X.inversion_study(attacked, faces.images[aux], faces.images[tgt], faces.box[tgt], ref, 0.5, attacks=("gan",))
+        X.inversion_study(attacked, *args, attacks=("gan",))
     with pytest.raises(ShapeError):
-        X.inversion_study({"x": (None, z[aux][:3], z[tgt])}, faces.images[aux], faces.images[tgt], faces.box[tgt],
-                          ref, 0.5, epochs=1)
+        X.inversion_study({"x": (None, z[aux][:3], z[tgt])}, *args, epochs=1)
+    with pytest.raises(UnknownNameError):
+        X.inversion_study({"x": (None, z[aux], z[tgt], "crop")}, *args, attacks=("ridge",))
+    with pytest.raises(InsufficientDataError, match="identities"):
+        X.inversion_study({"x": (None, z[aux], z[tgt])}, faces.images[aux], faces.box[aux],
+                          torch.zeros(len(aux), dtype=torch.long), *args[3:], attacks=("ridge",))
+    with pytest.raises(InsufficientDataError, match="targets"):
+        X.inversion_study({"x": (None, z[aux], z[tgt][:1])}, *args[:3], faces.images[tgt][:1], faces.box[tgt][:1],
+                          ref, 0.5, attacks=("ridge",))

@@ -30,11 +30,16 @@ from .attribution import (
 from .inversion import (
     ConvDecoder,
     InversionResult,
+    RidgeDecoder,
+    face_crops,
     inversion_audit,
     inversion_success,
     optimisation_attack,
+    paste_crops,
     reference_threshold,
+    ridge_predict,
     train_regression_inverter,
+    train_ridge_inverter,
     wilson_interval,
 )
 from .probes import (
@@ -124,6 +129,11 @@ __all__ = [
     # inversion
     "ConvDecoder",
     "train_regression_inverter",
+    "RidgeDecoder",
+    "ridge_predict",
+    "train_ridge_inverter",
+    "face_crops",
+    "paste_crops",
     "optimisation_attack",
     "reference_threshold",
     "InversionResult",

@@ -13,7 +13,8 @@ privkit does and marks it [I].
 * :func:`subspace_angles` — principal-angle cosines between fitted identity subspaces.
 * :func:`attribution_tables` — FII by FCR, CPI(σ), B* for one encoder.
 * :class:`ProjectedEncoder`, :func:`reference_threshold_from_embeddings`, :func:`inversion_study` — template
-  inversion before and after a projection, verified by a reference face encoder on the target's face box.
+  inversion to aligned face crops before and after a projection, judged by a reference face encoder (verification
+  at its FAR threshold, rank-1 identification among the targets, margin over mismatched reconstructions).
 * :func:`rises_with_rank` — the monotonicity check of TAR against rank, with interval slack.
 """
 
@@ -36,7 +37,15 @@ from .attribution import (
     face_importance_index,
     summarise_by_fcr,
 )
-from .inversion import optimisation_attack, train_regression_inverter, wilson_interval
+from .inversion import (
+    face_crops,
+    optimisation_attack,
+    paste_crops,
+    ridge_predict,
+    train_regression_inverter,
+    train_ridge_inverter,
+    wilson_interval,
+)
 from .projection import IdentityProjector, IdentitySanitizer, INLPFitter, LeaceEraser, LeaceFitter, principal_angles
 from .utility import copy_detection_metrics, knn_accuracy
 from .verification import (
@@ -63,6 +72,7 @@ __all__ = [
     "attribution_tables",
     "ProjectedEncoder",
     "reference_threshold_from_embeddings",
+    "INVERSION_ATTACKS",
     "inversion_study",
     "rises_with_rank",
 ]
@@ -608,99 +618,188 @@ def reference_threshold_from_embeddings(
     return float(thresholds_at_far(scan.top_scores.cpu(), n_imp, [far], min_false_accepts=min_false_accepts)[0])
 
 
+#: The inversion attacks :func:`inversion_study` runs, and the family of the paper's four attacks each stands for.
+INVERSION_ATTACKS: dict[str, str] = {
+    "ridge": "regression (closed-form linear decoder; Vec2Face family)",
+    "conv": "regression (convolutional decoder; Vec2Face family)",
+    "optimisation": "optimisation (latent search of the conv decoder; ALSUV family)",
+}
+
+
+class _CropView(torch.nn.Module):
+    """What a module sees of a reconstructed face crop, in the module's own input convention (for the latent search).
+
+    ``input="box"``: the crop itself with its face box (``boxes`` in crop pixels). ``input="image"``: the crop pasted
+    into a whole image — ``canvas`` (the attacker's estimate of the scene) at ``boxes`` (the attacker's estimate of
+    the face box, canvas pixels) — which the module then embeds like any whole image.
+    """
+
+    def __init__(self, module: torch.nn.Module, input: str, boxes: torch.Tensor, margin: float,
+                 canvas: torch.Tensor | None = None) -> None:
+        super().__init__()
+        self.module, self.input, self.margin = module, input, margin
+        self.register_buffer("boxes", boxes.float())
+        self.register_buffer("canvas", canvas if canvas is not None else torch.zeros(0))
+
+    def _embed_batch(self, crops: torch.Tensor, boxes: torch.Tensor | None = None) -> torch.Tensor:
+        if self.input == "box":
+            x, b = crops, self.boxes
+        else:
+            x, b = paste_crops(self.canvas, crops, self.boxes, margin=self.margin), None
+        f = self.module._embed_batch(x, b) if hasattr(self.module, "_embed_batch") else self.module(x)
+        return torch.nn.functional.normalize(f.float(), dim=1)
+
+    def forward(self, crops: torch.Tensor) -> torch.Tensor:
+        return self._embed_batch(crops)
+
+
 def inversion_study(
-    attacked: Mapping[str, tuple[torch.nn.Module | None, torch.Tensor, torch.Tensor]],
+    attacked: Mapping[str, tuple],
     aux_images: torch.Tensor,
+    aux_boxes: torch.Tensor,
+    aux_identities: torch.Tensor,
     target_images: torch.Tensor,
     target_boxes: torch.Tensor,
     reference_encoder: Any,
     threshold: float,
     *,
-    resolution: int | None = None,
-    attacks: Sequence[str] = ("regression", "optimisation"),
-    epochs: int = 15,
-    steps: int = 50,
+    target_identities: torch.Tensor | None = None,
+    crop_size: int = 32,
+    crop_margin: float = 0.2,
+    attacks: Sequence[str] = ("ridge", "conv", "optimisation"),
+    ridge_lambdas: Sequence[float] = (1e-3, 1e-2, 1e-1, 1.0, 10.0),
+    epochs: int = 30,
+    steps: int = 40,
     channels: int = 32,
     seed: int = 0,
 ) -> tuple[pd.DataFrame, dict[str, torch.Tensor]]:
-    """Template inversion of leaked (possibly sanitised) embeddings, verified by a reference face encoder.
+    """Template inversion of leaked (possibly sanitised) embeddings to aligned face crops, judged by a reference encoder.
 
-    For every attacked embedding (e.g. ``{"pixels": (ProjectedEncoder(enc, None), z_aux, z_targets), "pixels +
-    ISP-W": (ProjectedEncoder(enc, P), P(z_aux), P(z_targets))}``): a :class:`~privkit.isp.inversion.ConvDecoder`
-    is trained to map the auxiliary images' embeddings to the images (regression attack, Vec2Face-like), then — if a
-    differentiable module is given — its latent is searched so that the module's embedding of the reconstruction
-    matches each target embedding (optimisation attack, ALSUV-like). Reconstructions are made at ``resolution``
-    pixels (area-downsampled training images; privkit's choice to fit the CPU budget).
+    **Targets of the reconstruction** [I]: square face crops (:func:`~privkit.isp.inversion.face_crops`, side =
+    longer box side × (1 + 2·``crop_margin``), resized to ``crop_size``) — template-inversion attacks (Vec2Face,
+    ALSUV) rebuild aligned faces, not scenes. The *leaked embeddings* are whatever the encoder normally produces (the
+    whole image for whole-image encoders).
 
-    Success: the reference encoder's cosine between the reconstruction and the real target image exceeds
-    ``threshold``; both are embedded **with the target's face box** (scaled to the reconstruction) — privkit's
-    choice [I]: the attack should reproduce the face where it was, and the reference then need not detect a face in
-    a blurry reconstruction. A **control** row per attacked embedding decodes *another* target's embedding (a
-    derangement of the targets): its success rate is what verification gives a reconstruction of an unrelated
-    identity. ``margin`` is the mean over targets of cos(reconstruction, target) − cos(control reconstruction,
-    target) with a 95% normal interval — the identity evidence in the reconstructions even when none passes the
-    threshold.
+    **Attacks**, per attacked embedding (``INVERSION_ATTACKS``): ``ridge`` — a closed-form ridge decoder embedding →
+    crop pixels (:func:`~privkit.isp.inversion.train_ridge_inverter`, λ by identity-grouped 5-fold CV on the auxiliary
+    set, 5 folds or one per identity when fewer); ``conv`` — a :class:`~privkit.isp.inversion.ConvDecoder` trained for ``epochs`` (pixel MSE); both are the
+    regression (Vec2Face) family. ``optimisation`` (ALSUV family, differentiable modules only): the conv decoder's
+    latent is searched (``steps`` Adam steps from the target embedding) so that the module's embedding of the
+    reconstruction matches the leaked one. The module sees the reconstruction in its own input convention
+    (:class:`_CropView`): a ``box`` module sees the crop with the auxiliary set's median crop face box; an ``image``
+    module sees the crop pasted into the attacker's estimate of the whole image at the attacker's estimate of the face
+    box, both predicted from the leaked embedding by ridge regressions fitted on the auxiliary set — no target image
+    or box is used.
+
+    **Evaluation** (the reference encoder is never used by the attacks): every reconstruction is embedded with its
+    target's crop face box and compared with every target's real crop (the T × T matrix S of reference cosines).
+    *Success*: S[i, i] > ``threshold`` (e.g. the reference's FAR 1e-3 threshold), Wilson 95% interval. *Rank-1*
+    (identification view; weaker and more sensitive): the real crop nearest to reconstruction i is of target i's
+    identity; chance = mean over targets of (targets sharing the identity) / T (1/T when all differ). *Control*:
+    reconstructions decoded from the *other* identities' embeddings compared with target i (S[j, i], id j ≠ id i):
+    ``control_rate`` is their success rate and ``margin`` the mean over targets of S[i, i] − mean_j S[j, i], with a
+    95% normal interval — the identity evidence in the reconstructions even when none passes the threshold.
 
     Args:
-        attacked: name -> (differentiable module or None, (N, d) auxiliary embeddings, (T, d) target embeddings).
-        aux_images: (N, 3, H, W) auxiliary images (identities disjoint from the targets), full resolution.
-        target_images, target_boxes: (T, 3, H, W) targets (full resolution) and their (T, 4) xyxy face boxes.
+        attacked: name -> (differentiable module or None, (N, d) auxiliary embeddings, (T, d) target embeddings[,
+            input]) with input ``"image"`` (default) or ``"box"``: how the module sees images.
+        aux_images, aux_boxes, aux_identities: (N, 3, H, W) auxiliary images (identities disjoint from the targets),
+            their (N, 4) xyxy face boxes and (N,) identities (for the CV folds).
+        target_images, target_boxes: (T, 3, H, W) targets and their (T, 4) face boxes.
         reference_encoder: privkit Encoder accepting ``boxes=`` (dlib-resnet-fr), not used by the attacks.
         threshold: the reference threshold (e.g. :func:`reference_threshold_from_embeddings` at FAR 1e-3).
-        resolution: side of the reconstructions (None: H).
-        attacks: subset of ("regression", "optimisation").
-        epochs, steps, channels: decoder training epochs, latent-search steps and decoder width.
-        seed: seeds the decoders, the search and the derangement.
+        target_identities: (T,) identities of the targets (None: all different).
+        crop_size, crop_margin: the crops (see above).
+        attacks: subset of ``INVERSION_ATTACKS`` ("optimisation" needs "conv"'s decoder and is skipped for rows
+            without a module).
+        ridge_lambdas: candidate ridge penalties; epochs, channels: conv decoder; steps: latent-search steps.
+        seed: seeds the decoders, the CV folds and the search.
 
     Returns:
-        (DataFrame with encoder, attack, success_rate, ci_low, ci_high, n_targets, threshold, mean_score, margin,
-        margin_low, margin_high; {f"{encoder}/{attack}": reconstructions}).
+        (DataFrame with encoder, attack, family, success_rate, ci_low, ci_high, n_targets, threshold, mean_score,
+        control_rate, rank1, rank1_low, rank1_high, rank1_chance, margin, margin_low, margin_high, ridge_lambda;
+        {f"{encoder}/{attack}": reconstructed crops}).
     """
     for a in attacks:
-        check_choice("attacks", a, ("regression", "optimisation"))
+        check_choice("attacks", a, tuple(INVERSION_ATTACKS))
     t = target_images.shape[0]
     if t < 2:
         raise InsufficientDataError(f"target_images: need at least 2 targets, got {t}")
-    check_tensor("target_boxes", target_boxes, shape=(t, 4))
-    h = target_images.shape[-1]
-    res = h if resolution is None else check_int("resolution", resolution, minimum=8, maximum=h)
-    small_aux = aux_images if res == h else torch.nn.functional.interpolate(aux_images, size=(res, res), mode="area")
-    small_boxes = target_boxes.float() * (res / h)
-    ref_t = reference_encoder.embed(target_images, boxes=target_boxes).float().cpu()
-    gen = torch.Generator().manual_seed(int(seed))
-    perm = torch.randperm(t, generator=gen)
-    derange = torch.empty_like(perm)
-    derange[perm] = torch.roll(perm, 1)  # target perm[i] gets the embedding of target perm[i-1], never its own
+    n_aux = aux_images.shape[0]
+    check_tensor("aux_identities", aux_identities, shape=(n_aux,))
+    tid = torch.arange(t) if target_identities is None else target_identities.reshape(-1).cpu()
+    check_tensor("target_identities", tid, shape=(t,))
+    crop_size = check_int("crop_size", crop_size, minimum=8)
+    n_groups = int(torch.unique(aux_identities).numel())
+    if n_groups < 2:
+        raise InsufficientDataError(f"aux_identities: need at least 2 auxiliary identities, got {n_groups}")
+    folds = min(5, n_groups)
+    aux_crops, aux_cbox = face_crops(aux_images, aux_boxes, size=crop_size, margin=crop_margin)
+    tgt_crops, tgt_cbox = face_crops(target_images, target_boxes, size=crop_size, margin=crop_margin)
+    h, w = aux_images.shape[-2:]
+    canvas_scale = crop_size / max(h, w)
+    canvas_size = (max(1, round(h * canvas_scale)), max(1, round(w * canvas_scale)))
+    aux_canvas = torch.nn.functional.interpolate(aux_images.float(), size=canvas_size, mode="area")
+    ref_t = reference_encoder.embed(tgt_crops, boxes=tgt_cbox).float().cpu()
+    same = tid[:, None] == tid[None, :]
+    chance = float(same.float().sum(1).mean()) / t
 
-    def scores(rec: torch.Tensor) -> torch.Tensor:
-        z = reference_encoder.embed(rec.clamp(0, 1).detach(), boxes=small_boxes).float().cpu()
-        return (z * ref_t).sum(1)
+    def evaluate(rec: torch.Tensor) -> dict:
+        z = reference_encoder.embed(rec.clamp(0, 1).detach(), boxes=tgt_cbox).float().cpu()
+        s = z @ ref_t.T  # s[i, j] = cos(reconstruction i, real target j)
+        own = s.diagonal()
+        k = int((own > threshold).sum())
+        lo, hi = wilson_interval(k, t)
+        other = ~same  # control for target j: reconstructions i of other identities, s[i, j]
+        ctl_mean = (s * other).sum(0) / other.sum(0).clamp_min(1)
+        ctl_rate = float(((s > threshold) & other).sum()) / max(int(other.sum()), 1)
+        hit = same[torch.arange(t), s.argmax(1)]
+        r1 = int(hit.sum())
+        r_lo, r_hi = wilson_interval(r1, t)
+        diff = own - ctl_mean
+        half = 1.96 * float(diff.std()) / math.sqrt(t)
+        m = float(diff.mean())
+        return {"success_rate": k / t, "ci_low": lo, "ci_high": hi, "n_targets": t, "threshold": float(threshold),
+                "mean_score": float(own.mean()), "control_rate": ctl_rate, "rank1": r1 / t, "rank1_low": r_lo,
+                "rank1_high": r_hi, "rank1_chance": chance, "margin": m, "margin_low": m - half, "margin_high": m + half}
 
     rows, recs = [], {}
-    for name, (module, z_aux, z_t) in attacked.items():
-        check_tensor(f"attacked[{name!r}] aux embeddings", z_aux, shape=(aux_images.shape[0], None), floating=True)
+    for name, spec in attacked.items():
+        if len(spec) not in (3, 4):
+            raise InvalidArgumentError(f"attacked[{name!r}] must be (module, aux embeddings, target embeddings[, input])")
+        module, z_aux, z_t = spec[:3]
+        mode = check_choice(f"attacked[{name!r}] input", spec[3] if len(spec) == 4 else "image", INPUT_MODES)
+        check_tensor(f"attacked[{name!r}] aux embeddings", z_aux, shape=(n_aux, None), floating=True)
         check_tensor(f"attacked[{name!r}] target embeddings", z_t, shape=(t, z_aux.shape[1]), floating=True)
-        decoder, _ = train_regression_inverter(None, small_aux, aux_embeddings=z_aux.float(), epochs=epochs,
-                                               channels=channels, seed=seed)
-        with torch.no_grad():
-            control = scores(decoder(z_t[derange].float()))
+        z_aux, z_t = z_aux.float().to(aux_crops.device), z_t.float().to(aux_crops.device)
+        ridge, cv = train_ridge_inverter(z_aux, aux_crops, groups=aux_identities, lambdas=ridge_lambdas, folds=folds,
+                                         seed=seed)
         found: list[tuple[str, torch.Tensor]] = []
-        if "regression" in attacks:
-            with torch.no_grad():
-                found.append(("regression", decoder(z_t.float())))
+        with torch.no_grad():
+            if "ridge" in attacks:
+                found.append(("ridge", ridge(z_t)))
+        conv = None
+        if "conv" in attacks or ("optimisation" in attacks and module is not None):
+            conv, _ = train_regression_inverter(None, aux_crops, aux_embeddings=z_aux, epochs=epochs, channels=channels,
+                                                seed=seed)
+            if "conv" in attacks:
+                with torch.no_grad():
+                    found.append(("conv", conv(z_t)))
         if "optimisation" in attacks and module is not None:
-            rec, _ = optimisation_attack(module, z_t.float(), decoder=decoder, steps=steps, seed=seed)
+            if mode == "box":
+                view = _CropView(module, "box", aux_cbox.median(0).values.expand(t, 4), crop_margin)
+            else:  # the attacker's estimates of the scene and of the face box, from the leaked embedding
+                scene, _ = train_ridge_inverter(z_aux, aux_canvas, groups=aux_identities, lambdas=(ridge.lam,), folds=2,
+                                                seed=seed)
+                bx = ridge_predict(z_aux, aux_boxes.float().to(z_aux.device) * canvas_scale, z_t, lam=ridge.lam)
+                bx = torch.stack([bx[:, 0], bx[:, 1], torch.maximum(bx[:, 2], bx[:, 0] + 1),
+                                  torch.maximum(bx[:, 3], bx[:, 1] + 1)], 1)
+                with torch.no_grad():
+                    view = _CropView(module, "image", bx, crop_margin, canvas=scene(z_t))
+            rec, _ = optimisation_attack(view, z_t, decoder=conv, steps=steps, seed=seed)
             found.append(("optimisation", rec))
-        for attack, rec in found + [("control", None)]:
-            s = control if rec is None else scores(rec)
-            recs[f"{name}/{attack}"] = rec
-            k = int((s > threshold).sum())
-            lo, hi = wilson_interval(k, t)
-            diff = s - control
-            half = 1.96 * float(diff.std()) / math.sqrt(t) if rec is not None else math.nan
-            margin = float(diff.mean()) if rec is not None else math.nan
-            rows.append({"encoder": name, "attack": attack, "success_rate": k / t, "ci_low": lo, "ci_high": hi,
-                         "n_targets": t, "threshold": float(threshold), "mean_score": float(s.mean()),
-                         "margin": margin, "margin_low": margin - half, "margin_high": margin + half})
-    recs = {k: v for k, v in recs.items() if v is not None}
+        for attack, rec in found:
+            recs[f"{name}/{attack}"] = rec.detach()
+            rows.append({"encoder": name, "attack": attack, "family": INVERSION_ATTACKS[attack].split(" ")[0],
+                         **evaluate(rec), "ridge_lambda": ridge.lam})
     return pd.DataFrame(rows), recs

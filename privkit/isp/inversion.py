@@ -8,6 +8,10 @@ offline):
   of the **Bob** template-inversion pipeline): a small convolutional decoder is trained on *auxiliary* identities to
   map embeddings to images (pixel MSE, plus optionally an embedding-consistency loss when the attacked encoder is a
   differentiable torch module), then applied to the target embeddings.
+  :class:`RidgeDecoder` (:func:`train_ridge_inverter`) is the closed-form linear member of the same family: ridge
+  regression from the embedding to the pixels, its penalty chosen by identity-grouped cross-validation on the
+  auxiliary set — the standard cheap baseline of learned inversion, and on small auxiliary sets a stronger one than
+  the convolutional decoder, which tends to collapse to the mean face.
 * **Optimisation** (:func:`optimisation_attack`, stands for **ALSUV**'s latent search): gradient descent on the latent
   of a decoder/generator (or directly on pixels) to maximise the cosine between the attacked encoder's embedding of
   the reconstruction and the target embedding, for differentiable encoders (torch modules). Several restarts are run
@@ -42,6 +46,11 @@ from .verification import (
 
 __all__ = [
     "ConvDecoder",
+    "face_crops",
+    "paste_crops",
+    "RidgeDecoder",
+    "ridge_predict",
+    "train_ridge_inverter",
     "train_regression_inverter",
     "optimisation_attack",
     "reference_threshold",
@@ -115,6 +124,224 @@ class ConvDecoder(torch.nn.Module):
     def forward(self, z: torch.Tensor) -> torch.Tensor:
         x = torch.relu(self.fc(z)).view(z.shape[0], self.c0, *self.base)
         return torch.sigmoid(self.body(x))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Aligned face crops
+# ---------------------------------------------------------------------------------------------------------------------
+def _check_boxes(boxes: torch.Tensor, n: int, name: str = "boxes") -> torch.Tensor:
+    check_tensor(name, boxes, shape=(n, 4), finite=True)
+    b = boxes.float()
+    if n and not bool(((b[:, 2] > b[:, 0]) & (b[:, 3] > b[:, 1])).all()):
+        raise InvalidArgumentError(f"{name} must be xyxy pixel boxes with x1 > x0 and y1 > y0 for every row")
+    return b
+
+
+def _square_frames(boxes: torch.Tensor, margin: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Centre (x, y) and side of the square crop around each box: side = longer box side · (1 + 2·margin)."""
+    cx = (boxes[:, 0] + boxes[:, 2]) / 2
+    cy = (boxes[:, 1] + boxes[:, 3]) / 2
+    side = torch.maximum(boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]) * (1 + 2 * margin)
+    return cx, cy, side
+
+
+def face_crops(
+    images: torch.Tensor,
+    boxes: torch.Tensor,
+    *,
+    size: int = 32,
+    margin: float = 0.2,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Square crops centred on each face box, resized to ``size`` × ``size`` (bilinear, differentiable).
+
+    The crop's side is the box's longer side times (1 + 2·``margin``) — ``margin`` of that side is kept on each side of
+    the face. Parts of the crop outside the image repeat the border pixels. These are the aligned-face targets of the
+    inversion attacks (template-inversion work inverts to face crops, not to whole scenes).
+
+    Args:
+        images: (N, 3, H, W) in [0, 1].
+        boxes: (N, 4) xyxy face boxes in pixels.
+        size: side of the crops in pixels.
+        margin: context kept around the face, as a fraction of the box's longer side (≥ 0).
+
+    Returns:
+        (crops (N, 3, size, size) in [0, 1], the face boxes in crop pixels (N, 4) xyxy).
+    """
+    _check_images(images)
+    b = _check_boxes(boxes, images.shape[0]).to(images.device)
+    size = check_int("size", size, minimum=4)
+    margin = check_nonnegative("margin", margin)
+    n, _, h, w = images.shape
+    cx, cy, side = _square_frames(b, margin)
+    theta = images.new_zeros(n, 2, 3)
+    theta[:, 0, 0] = side / w
+    theta[:, 1, 1] = side / h
+    theta[:, 0, 2] = 2 * cx / w - 1
+    theta[:, 1, 2] = 2 * cy / h - 1
+    grid = torch.nn.functional.affine_grid(theta, [n, 3, size, size], align_corners=False)
+    crops = torch.nn.functional.grid_sample(images.float(), grid, mode="bilinear", padding_mode="border", align_corners=False)
+    inner = torch.stack([(b[:, 0] - cx) / side, (b[:, 1] - cy) / side, (b[:, 2] - cx) / side, (b[:, 3] - cy) / side], 1)
+    return crops.clamp(0, 1), ((inner + 0.5) * size).float()
+
+
+def paste_crops(canvas: torch.Tensor, crops: torch.Tensor, boxes: torch.Tensor, *, margin: float = 0.2) -> torch.Tensor:
+    """Put crops back into whole images: the inverse of :func:`face_crops` (bilinear, differentiable in both inputs).
+
+    Each crop covers the square frame :func:`face_crops` would cut around ``boxes`` (same ``margin``) in ``canvas``;
+    canvas pixels outside the frame are kept.
+
+    Args:
+        canvas: (N, 3, H, W) whole images (e.g. an estimate of the scene).
+        crops: (N, 3, S, S) face crops.
+        boxes: (N, 4) xyxy face boxes in ``canvas`` pixels.
+        margin: as in :func:`face_crops`.
+
+    Returns:
+        (N, 3, H, W) composites.
+    """
+    _check_images(canvas, "canvas")
+    _check_images(crops, "crops")
+    n, _, h, w = canvas.shape
+    if crops.shape[0] != n:
+        raise ShapeError(f"canvas and crops must have the same length, got {n} and {crops.shape[0]}")
+    b = _check_boxes(boxes, n).to(canvas.device)
+    margin = check_nonnegative("margin", margin)
+    cx, cy, side = _square_frames(b, margin)
+    # canvas pixel (normalised) -> crop coordinates (normalised): u = (x·W/2 + W/2 − cx) · 2/side
+    theta = canvas.new_zeros(n, 2, 3)
+    theta[:, 0, 0] = w / side
+    theta[:, 1, 1] = h / side
+    theta[:, 0, 2] = (w - 2 * cx) / side
+    theta[:, 1, 2] = (h - 2 * cy) / side
+    grid = torch.nn.functional.affine_grid(theta, [n, 3, h, w], align_corners=False)
+    sampled = torch.nn.functional.grid_sample(crops.float(), grid, mode="bilinear", padding_mode="border", align_corners=False)
+    inside = ((grid.abs() <= 1).all(-1)).unsqueeze(1).to(canvas.dtype)
+    return canvas * (1 - inside) + sampled * inside
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Closed-form (ridge) inversion
+# ---------------------------------------------------------------------------------------------------------------------
+class RidgeDecoder(torch.nn.Module):
+    """A linear decoder x̂ = clamp(mean_x + (z − mean_z) W, 0, 1), reshaped to ``output_shape``.
+
+    Fitted in closed form by :func:`train_ridge_inverter`; differentiable in ``z`` (usable as the generator of the
+    optimisation attack).
+
+    Attributes:
+        embed_dim: input dimension D (the latent size :func:`optimisation_attack` reads).
+        output_shape: shape of one output, e.g. (3, 32, 32).
+        lam: the ridge penalty used.
+    """
+
+    def __init__(self, weight: torch.Tensor, z_mean: torch.Tensor, x_mean: torch.Tensor, output_shape: tuple[int, ...],
+                 *, lam: float = math.nan) -> None:
+        super().__init__()
+        check_tensor("weight", weight, ndim=2, finite=True)
+        d, p = weight.shape
+        check_tensor("z_mean", z_mean, shape=(d,), finite=True)
+        check_tensor("x_mean", x_mean, shape=(p,), finite=True)
+        if math.prod(output_shape) != p:
+            raise ShapeError(f"output_shape {tuple(output_shape)} has {math.prod(output_shape)} values, weight has {p} columns")
+        self.register_buffer("weight", weight.float())
+        self.register_buffer("z_mean", z_mean.float())
+        self.register_buffer("x_mean", x_mean.float())
+        self.embed_dim = d
+        self.output_shape = tuple(int(s) for s in output_shape)
+        self.lam = float(lam)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        x = self.x_mean + (z.float() - self.z_mean) @ self.weight
+        return x.clamp(0, 1).view(z.shape[0], *self.output_shape)
+
+
+def _ridge_dual(zc: torch.Tensor, yc: torch.Tensor, lam: float) -> torch.Tensor:
+    """W = Zcᵀ (Zc Zcᵀ + λI)⁻¹ Yc in float64 (N ≤ D or not, the N × N system is what the aux sets need)."""
+    k = zc @ zc.T
+    k.diagonal().add_(lam)
+    return zc.T @ torch.linalg.solve(k, yc)
+
+
+def ridge_predict(z_fit: torch.Tensor, y_fit: torch.Tensor, z: torch.Tensor, *, lam: float) -> torch.Tensor:
+    """Closed-form ridge regression (intercept unpenalised) fitted on (z_fit, y_fit), applied to z; float64 solve.
+
+    Args:
+        z_fit: (N, D) inputs; y_fit: (N, P) targets; z: (M, D) inputs to predict for; lam: the penalty (> 0).
+
+    Returns:
+        (M, P) predictions in z's float dtype.
+    """
+    check_tensor("z_fit", z_fit, ndim=2, finite=True, floating=True)
+    check_tensor("y_fit", y_fit, shape=(z_fit.shape[0], None), finite=True, floating=True)
+    check_tensor("z", z, shape=(None, z_fit.shape[1]), finite=True, floating=True)
+    lam = check_positive("lam", lam)
+    zf, yf = z_fit.double(), y_fit.double().to(z_fit.device)
+    zm, ym = zf.mean(0), yf.mean(0)
+    return (ym + (z.double().to(zf.device) - zm) @ _ridge_dual(zf - zm, yf - ym, lam)).to(z.dtype)
+
+
+def train_ridge_inverter(
+    aux_embeddings: torch.Tensor,
+    aux_images: torch.Tensor,
+    *,
+    groups: torch.Tensor | None = None,
+    lambdas: Sequence[float] = (1e-3, 1e-2, 1e-1, 1.0, 10.0),
+    folds: int = 5,
+    seed: int = 0,
+) -> tuple[RidgeDecoder, pd.DataFrame]:
+    """Regression inversion in closed form: ridge regression from embeddings to pixels (linear Vec2Face-family baseline).
+
+    λ is chosen from ``lambdas`` by ``folds``-fold cross-validation on the auxiliary set, folds formed by *groups*
+    (identities: a held-out fold has no identity seen in training, as at attack time), minimising pixel MSE; the
+    decoder is then refitted on all auxiliary images. float64 solves of the N × N kernel system.
+
+    Args:
+        aux_embeddings: (N, D) embeddings of the auxiliary images (the attacked encoder's, possibly sanitised).
+        aux_images: (N, C, H, W) auxiliary images in [0, 1] (e.g. :func:`face_crops`).
+        groups: (N,) identity labels for the folds (None: every image its own group).
+        lambdas: candidate penalties (> 0).
+        folds: number of cross-validation folds (≥ 2, at most the number of groups).
+        seed: seeds the assignment of groups to folds.
+
+    Returns:
+        (decoder, DataFrame of lam, cv_mse, chosen).
+    """
+    _check_images(aux_images, "aux_images")
+    n = aux_images.shape[0]
+    if n < 2:
+        raise InsufficientDataError(f"aux_images: need at least 2 auxiliary images, got {n}")
+    check_tensor("aux_embeddings", aux_embeddings, shape=(n, None), finite=True, floating=True)
+    lams = [check_positive("lambdas", v) for v in lambdas]
+    if not lams:
+        raise InvalidArgumentError("lambdas must hold at least one penalty")
+    g = torch.arange(n) if groups is None else groups.reshape(-1).cpu()
+    check_tensor("groups", g, shape=(n,))
+    uniq, inv = torch.unique(g, return_inverse=True)
+    folds = check_int("folds", folds, minimum=2)
+    if folds > uniq.numel():
+        raise InsufficientDataError(f"groups: {folds} folds need at least {folds} groups, got {uniq.numel()}")
+    gen = torch.Generator().manual_seed(int(seed))
+    fold_of_group = torch.empty(uniq.numel(), dtype=torch.long)
+    fold_of_group[torch.randperm(uniq.numel(), generator=gen)] = torch.arange(uniq.numel()) % folds
+    fold = fold_of_group[inv].to(aux_images.device)
+    z = aux_embeddings.to(aux_images.device).double()
+    y = aux_images.flatten(1).double()
+    rows = []
+    for lam in lams:
+        err = 0.0
+        for f in range(folds):
+            tr, te = fold != f, fold == f
+            zm, ym = z[tr].mean(0), y[tr].mean(0)
+            w = _ridge_dual(z[tr] - zm, y[tr] - ym, lam)
+            pred = (ym + (z[te] - zm) @ w).clamp(0, 1)
+            err += float(((pred - y[te]) ** 2).sum())
+        rows.append({"lam": lam, "cv_mse": err / y.numel()})
+    table = pd.DataFrame(rows)
+    best = float(table.lam[table.cv_mse.idxmin()])
+    table["chosen"] = table.lam == best
+    zm, ym = z.mean(0), y.mean(0)
+    dec = RidgeDecoder(_ridge_dual(z - zm, y - ym, best), zm, ym, tuple(aux_images.shape[1:]), lam=best)
+    return dec.to(aux_images.device), table
 
 
 def _require_module(name: str, encoder: object) -> torch.nn.Module:

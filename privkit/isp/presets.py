@@ -30,11 +30,13 @@ class IspConfig:
         knn_k: neighbours of the kNN utility; copy_references: images in the copy-detection database.
         attribution_encoders: whole-image encoders for FII/CPI/B*; fii_images, fii_sigma, fii_regions, fcr_bins,
             cpi_sigmas, cpi_queries, bstar_pairs, bstar_betas: their settings.
-        inversion_encoders: differentiable encoders attacked by inversion; inversion_targets, inversion_aux:
-            numbers of targets and auxiliary images; inversion_epochs, inversion_steps: attack budgets;
-            inversion_resolution: side of the reconstructions in pixels; inversion_attacks: which attacks;
-            inversion_fr_contrast: also invert the biometric reference's own embeddings (regression only);
-            reference_far: FAR of the reference (dlib) threshold that decides inversion success.
+        inversion_encoders: differentiable encoders attacked by inversion; inversion_targets: at most this many
+            targets, one image per test identity (the auxiliary set is every probe-fit image); inversion_epochs,
+            inversion_steps: conv-decoder epochs and latent-search steps; inversion_resolution: side of the
+            reconstructed aligned face crops in pixels; inversion_margin: context kept around the face box in the
+            crops (fraction of the box's longer side, each side); inversion_attacks: which attacks ("ridge", "conv",
+            "optimisation"); inversion_fr_contrast: also invert the biometric reference's own embeddings
+            (regression only); reference_far: FAR of the reference (dlib) threshold that decides inversion success.
     """
 
     face_set: str
@@ -70,10 +72,10 @@ class IspConfig:
     bstar_betas: tuple[float, ...]
     inversion_encoders: tuple[str, ...]
     inversion_targets: int
-    inversion_aux: int
     inversion_epochs: int
     inversion_steps: int
     inversion_resolution: int
+    inversion_margin: float
     inversion_attacks: tuple[str, ...]
     inversion_fr_contrast: bool
     reference_far: float
@@ -97,8 +99,9 @@ SMOKE = IspConfig(
     n_boot=50, ridge_lambdas=_DECADES, mlp_epochs=5, mlp_patience=2, knn_k=5, copy_references=12,
     attribution_encoders=("pixels:image",), fii_images=16, fii_sigma=4.0, fii_regions=2, fcr_bins=2,
     cpi_sigmas=(0.0, 4.0), cpi_queries=16, bstar_pairs=8, bstar_betas=(0.0, 0.5, 1.0),
-    inversion_encoders=("pixels:image",), inversion_targets=4, inversion_aux=16, inversion_epochs=2,
-    inversion_steps=5, inversion_resolution=32, inversion_attacks=("regression",), inversion_fr_contrast=False,
+    inversion_encoders=("pixels:image",), inversion_targets=3, inversion_epochs=2,
+    inversion_steps=5, inversion_resolution=16, inversion_margin=0.2, inversion_attacks=("ridge", "conv"),
+    inversion_fr_contrast=False,
     reference_far=0.25,
 )
 DEFAULT = IspConfig(
@@ -113,9 +116,9 @@ DEFAULT = IspConfig(
     fii_images=80, fii_sigma=4.0, fii_regions=4, fcr_bins=4,
     cpi_sigmas=(0.0, 1.0, 2.0, 4.0, 8.0), cpi_queries=120, bstar_pairs=60,
     bstar_betas=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
-    inversion_encoders=("pixels:image", "ssl-small:image"), inversion_targets=12, inversion_aux=240,
-    inversion_epochs=12, inversion_steps=40, inversion_resolution=32,
-    inversion_attacks=("regression", "optimisation"), inversion_fr_contrast=True, reference_far=1e-3,
+    inversion_encoders=("pixels:image", "ssl-small:image"), inversion_targets=20,
+    inversion_epochs=30, inversion_steps=40, inversion_resolution=32, inversion_margin=0.2,
+    inversion_attacks=("ridge", "conv", "optimisation"), inversion_fr_contrast=True, reference_far=1e-3,
 )
 PAPER = IspConfig(
     face_set="celeba", transfer_set="vggface2",
@@ -129,9 +132,9 @@ PAPER = IspConfig(
     fii_images=1000, fii_sigma=8.0, fii_regions=4, fcr_bins=5,
     cpi_sigmas=(0.0, 2.0, 4.0, 8.0, 16.0), cpi_queries=1000, bstar_pairs=500,
     bstar_betas=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
-    inversion_encoders=("clip-vit-b16:image", "dinov2-vitb14:image"), inversion_targets=200, inversion_aux=6400,
-    inversion_epochs=60, inversion_steps=200, inversion_resolution=64,
-    inversion_attacks=("regression", "optimisation"), inversion_fr_contrast=True, reference_far=1e-3,
+    inversion_encoders=("clip-vit-b16:image", "dinov2-vitb14:image"), inversion_targets=80,
+    inversion_epochs=60, inversion_steps=200, inversion_resolution=64, inversion_margin=0.2,
+    inversion_attacks=("ridge", "conv", "optimisation"), inversion_fr_contrast=True, reference_far=1e-3,
 )
 
 ARTEFACTS = (
@@ -144,9 +147,9 @@ ARTEFACTS = (
     ("table4_utility", "kNN attribute accuracy and copy-detection Recall@1/mAP as % of raw after ISP, LEACE, INLP"),
     ("table5_baselines", "ISP vs LEACE vs INLP at equal rank: ridge TAR and utility retention"),
     ("table6_subspaces", "principal-angle cosines between identity subspaces fitted on different data"),
-    ("fig4_inversion", "template-inversion success before and after ISP (reference dlib at its FAR threshold)"),
-    ("table7_inversion", "inversion success rates with Wilson intervals and the mismatched-embedding control"),
-    ("fig5_reconstructions", "example targets and their reconstructions from raw and ISP-sanitised embeddings"),
+    ("fig4_inversion", "template inversion to face crops before and after ISP: dlib verification at its FAR threshold, rank-1 identification, margin over mismatched reconstructions"),
+    ("table7_inversion", "inversion success, rank-1 (chance 1/T) with Wilson intervals, and the margin over the mismatched control"),
+    ("fig5_reconstructions", "example target face crops and their reconstructions from raw and ISP-sanitised embeddings"),
 )
 
 register_presets("isp", {"smoke": SMOKE, "default": DEFAULT, "paper": PAPER}, artefacts=ARTEFACTS)
