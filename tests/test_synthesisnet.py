@@ -283,11 +283,66 @@ def test_spectral_norm_and_instance_norm_discriminators():
 
 
 def test_paper_scale_channels():
-    dec = Decoder(image_size=128, width=64, id_dim=256, att_dim=256, id_radius=1.0, att_radius=1.0)
-    convs = [m for m in dec.net if isinstance(m, torch.nn.ConvTranspose2d)]
-    assert dec.top_channels == 1024 and [c.out_channels for c in convs] == [512, 256, 128, 64, 3]
+    for upsample, kind in (("resize", torch.nn.Conv2d), ("transpose", torch.nn.ConvTranspose2d)):
+        dec = Decoder(image_size=128, width=64, id_dim=256, att_dim=256, id_radius=1.0, att_radius=1.0,
+                      upsample=upsample)
+        convs = [m for m in dec.net if type(m) is kind]
+        assert dec.top_channels == 1024 and [c.out_channels for c in convs] == [512, 256, 128, 64, 3]
     enc = IdentityEncoder(image_size=128, width=64, dim=256, radius=1.0)
     assert [m.out_channels for m in enc.trunk.net if isinstance(m, torch.nn.Conv2d)] == [64, 128, 256, 512, 512]
+
+
+def test_resize_upsampler_has_no_transposed_convs():
+    kw = dict(image_size=32, width=4, id_dim=3, att_dim=3, id_radius=1.0, att_radius=1.0)
+    dec = Decoder(**kw)  # default: resize
+    assert dec.upsample == "resize"
+    assert not any(isinstance(m, torch.nn.ConvTranspose2d) for m in dec.modules())
+    ups = [m for m in dec.modules() if isinstance(m, torch.nn.Upsample)]
+    assert len(ups) == 3 and all(u.mode == "nearest" and u.scale_factor == 2 for u in ups)
+    g = torch.Generator().manual_seed(0)
+    init_weights(dec, g)
+    z = torch.randn(2, 3, generator=g)
+    assert dec(z, z).shape == (2, 3, 32, 32)
+    trans = Decoder(**kw, upsample="transpose")
+    assert sum(isinstance(m, torch.nn.ConvTranspose2d) for m in trans.modules()) == 3
+    # same parameter count per layer shape family is not required, but both map latents to images
+    init_weights(trans, g)
+    assert trans(z, z).shape == (2, 3, 32, 32)
+    with pytest.raises(UnknownNameError, match="upsample"):
+        Decoder(**kw, upsample="pixelshuffle")
+    with pytest.raises(UnknownNameError, match="upsample"):
+        SynthesisNetConfig(upsample="bilinear-transpose")
+    assert SynthesisNetConfig().upsample == "resize"
+    net = SynthesisNet(**TINY, upsample="transpose").fit(_faceset(), epochs_ae=1, epochs_gan=0, batch_size=12,
+                                                          seed=0, device="cpu")
+    assert any(isinstance(m, torch.nn.ConvTranspose2d) for m in net.modules["generator"].modules())
+
+
+def test_onet_perceptual_loss():
+    from privkit.synthesisnet.losses import ONetPerceptualLoss, make_perceptual_loss
+
+    loss = make_perceptual_loss("onet")
+    assert isinstance(loss, ONetPerceptualLoss) and make_perceptual_loss("none") is None
+    g = torch.Generator().manual_seed(0)
+    target = torch.rand(4, 3, 32, 32, generator=g) * 2 - 1
+    out = (target + 0.3 * torch.randn(4, 3, 32, 32, generator=g)).clamp(-1, 1).requires_grad_(True)
+    assert float(loss(target, target)) == pytest.approx(0.0, abs=1e-7)
+    value = loss(out, target)
+    far = loss(-target, target)
+    assert 0.0 < float(value.detach()) < float(far)
+    value.backward()
+    assert out.grad is not None and float(out.grad.abs().sum()) > 0
+    assert all(p.grad is None and not p.requires_grad for p in loss.parameters())
+    with pytest.raises(ShapeError, match="same shape"):
+        loss(out[:2], target)
+    with pytest.raises(ShapeError, match="3 channels"):
+        loss.features(torch.zeros(1, 1, 16, 16))
+    with pytest.raises(UnknownNameError, match="perceptual"):
+        make_perceptual_loss("vgg")
+    with pytest.raises(UnknownNameError, match="perceptual"):
+        SynthesisNetConfig(perceptual="ssl-small")
+    with pytest.raises(InvalidArgumentError, match="lambda_perceptual"):
+        SynthesisNetConfig(lambda_perceptual=-1.0)
 
 
 def test_grad_reverse_and_init_are_deterministic():
@@ -426,6 +481,28 @@ def test_ablations():
     assert no_aux.publish(x, epsilon=1.0, generator=make_generator(0))[0].shape == x.shape
     with pytest.raises(InsufficientDataError, match="auxiliary_classifier=False"):
         SynthesisNet(**TINY).fit(_faceset(attributes=False), epochs_ae=1, epochs_gan=0, device="cpu")
+
+
+def test_gan_ablation_shares_the_autoencoder(fitted):
+    fs = _faceset()
+    no_aux = SynthesisNet(**TINY, auxiliary_classifier=False).fit(fs, epochs_ae=0, epochs_gan=1, batch_size=6,
+                                                                   seed=0, device="cpu", autoencoder_from=fitted)
+    for name in ("id_encoder", "att_encoder", "decoder"):
+        for p, q in zip(no_aux.modules[name].state_dict().values(), fitted.modules[name].state_dict().values()):
+            assert torch.equal(p, q), name
+    assert no_aux.history["ae"] == fitted.history["ae"] and len(no_aux.history["gan"]) == 1
+    assert not no_aux.modules["discriminator"].has_classifier
+    x = fs.images[:3]
+    assert torch.equal(no_aux.encode(x)[0], fitted.encode(x)[0])
+    with pytest.raises(InvalidArgumentError, match="epochs_ae must be 0"):
+        SynthesisNet(**TINY).fit(fs, epochs_ae=1, epochs_gan=0, device="cpu", autoencoder_from=fitted)
+    with pytest.raises(InvalidArgumentError, match="width"):
+        SynthesisNet(**dict(TINY, width=8)).fit(fs, epochs_ae=0, epochs_gan=0, device="cpu", autoencoder_from=fitted)
+    with pytest.raises(InvalidArgumentError, match="other identities"):
+        SynthesisNet(**TINY).fit(_faceset(n_ids=3), epochs_ae=0, epochs_gan=0, device="cpu",
+                                 autoencoder_from=fitted)
+    with pytest.raises(InvalidArgumentError, match="fitted SynthesisNet"):
+        SynthesisNet(**TINY).fit(fs, epochs_ae=0, epochs_gan=0, device="cpu", autoencoder_from=SynthesisNet(**TINY))
 
 
 def test_save_load_round_trip(fitted, tmp_path):

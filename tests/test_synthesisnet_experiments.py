@@ -120,6 +120,9 @@ def test_judge_release_identity_vs_random():
                            n_bootstrap=100)
     rand = X.judge_release(eo, torch.randn(40, 32, generator=g, dtype=torch.float64), ids, n_bootstrap=100)
     assert same["rank1"] == 1.0 and same["identity_distance"] < 0.01
+    # published faces close to their own source and far from other identities' originals
+    assert same["other_identity_distance"] > 0.7
+    assert rand["other_identity_distance"] == pytest.approx(rand["identity_distance"], abs=0.15)
     assert rand["identity_distance"] > 0.7 and rand["rank1"] < 0.3
     assert math.isclose(rand["rank1_chance"], 2 / 40)
     assert rand["rank1_low"] <= rand["rank1"] <= rand["rank1_high"]
@@ -177,3 +180,70 @@ def test_image_grid():
     plt.close(fig)
     with pytest.raises(InsufficientDataError):
         X.image_grid({}, n_columns=2)
+
+
+# ============================================================================ aligned crops
+def _small_faces(n=6, size=40, seed=0):
+    """Faces = bright discs of random radius and position on a dark, noisy background (exact masks)."""
+    g = torch.Generator().manual_seed(seed)
+    yy, xx = torch.meshgrid(torch.arange(size) + 0.5, torch.arange(size) + 0.5, indexing="ij")
+    r = 3 + 6 * torch.rand(n, generator=g)
+    cx = 10 + (size - 20) * torch.rand(n, generator=g)
+    cy = 10 + (size - 20) * torch.rand(n, generator=g)
+    mask = ((xx[None] - cx[:, None, None]) ** 2 + (yy[None] - cy[:, None, None]) ** 2 < r[:, None, None] ** 2)
+    images = 0.1 * torch.rand(n, 3, size, size, generator=g) + 0.8 * mask[:, None].float()
+    from privkit.data.faces import boxes_from_masks
+
+    return FaceSet(images=images.clamp(0, 1), identity=torch.arange(n) % 3, box=boxes_from_masks(mask),
+                   mask=mask[:, None], context=torch.arange(n), attributes={"a": torch.arange(n) % 2},
+                   name="discs", meta={"seed": 0})
+
+
+def test_aligned_faces_fill_the_frame_and_keep_labels():
+    from privkit.synthesisnet.data import aligned_faces, square_crop_boxes
+
+    f = _small_faces()
+    a = aligned_faces(f, size=16, margin=0.1)
+    assert a.images.shape == (6, 3, 16, 16) and a.mask.shape == (6, 1, 16, 16) and a.mask.dtype == torch.bool
+    assert float(a.images.min()) >= 0 and float(a.images.max()) <= 1
+    assert torch.equal(a.identity, f.identity) and torch.equal(a.context, f.context)
+    assert torch.equal(a.attributes["a"], f.attributes["a"]) and a.name == "discs"
+    assert a.meta["aligned"] == {"size": 16, "margin": 0.1, "source_size": [40, 40]} and a.meta["seed"] == 0
+    # a disc fills pi/4 of its box; the crop is 1.2x the box: coverage ~ pi/4/1.44 = 0.55 whatever the source size
+    cov = a.face_coverage_ratio()
+    assert bool((f.face_coverage_ratio() < 0.2).all())
+    assert torch.allclose(cov, torch.full_like(cov, math.pi / 4 / 1.44), atol=0.12)  # pixelated small discs
+    # the face is centred: its box is symmetric inside the crop
+    centre = (a.box[:, :2] + a.box[:, 2:]) / 2
+    assert torch.allclose(centre, torch.full_like(centre, 8.0), atol=1.01)
+    # the face pixels are bright, the corners (background) dark
+    assert bool((a.images[:, :, 7:9, 7:9].mean(dim=(1, 2, 3)) > 0.7).all())
+    assert bool((a.images[:, :, :2, :2].mean(dim=(1, 2, 3)) < 0.2).all())
+    # a larger margin shows more background
+    wide = aligned_faces(f, size=16, margin=0.5)
+    assert bool((wide.face_coverage_ratio() < cov).all())
+    w = square_crop_boxes(torch.tensor([[0.0, 0.0, 10.0, 4.0]]), margin=0.5)
+    assert torch.allclose(w, torch.tensor([[-5.0, -8.0, 15.0, 12.0]]))
+
+
+def test_aligned_faces_bad_inputs():
+    from privkit.synthesisnet.data import aligned_faces
+
+    f = _small_faces()
+    with pytest.raises(InvalidArgumentError, match="size"):
+        aligned_faces(f, size=4)
+    with pytest.raises(InvalidArgumentError, match="margin"):
+        aligned_faces(f, size=16, margin=-0.1)
+    with pytest.raises(InvalidArgumentError, match="margin"):
+        aligned_faces(f, size=16, margin=float("nan"))
+    with pytest.raises(InvalidArgumentError, match="FaceSet"):
+        aligned_faces(f.images, size=16)
+    empty = f.subset(torch.arange(6))
+    empty.box = empty.box.clone()
+    empty.box[2] = torch.tensor([5.0, 5.0, 5.0, 9.0])
+    with pytest.raises(InvalidArgumentError, match="empty face box"):
+        aligned_faces(empty, size=16)
+    bad = f.subset(torch.arange(6))
+    bad.mask = bad.mask[:, :, :20]
+    with pytest.raises(ShapeError, match="mask"):
+        aligned_faces(bad, size=16)

@@ -14,6 +14,8 @@ training schedule) is privkit's, marked as such in the docstrings; no paper numb
 - :mod:`~privkit.synthesisnet.pipeline`: :class:`SynthesisNet` (``fit``, ``encode``, ``publish``, ``save``/``load``)
   and :class:`SynthesisNetConfig` (with the ablations: no noise, no auxiliary classifier, noise on the whole
   latent).
+- :mod:`~privkit.synthesisnet.data`: :func:`aligned_faces` (CelebA-style aligned face crops of any face set).
+- :mod:`~privkit.synthesisnet.losses`: :class:`ONetPerceptualLoss` (the perceptual reconstruction term).
 - :mod:`~privkit.synthesisnet.baselines`: :func:`anonymize` (blur, pixelate, mask).
 - :mod:`~privkit.synthesisnet.metrics`: :func:`fid`, :func:`inception_score`, :func:`identity_distance`,
   :func:`reidentification_rate`, :func:`attribute_preservation`, :func:`features_for_fid`, :func:`load_inception`.
@@ -22,6 +24,8 @@ training schedule) is privkit's, marked as such in the docstrings; no paper numb
 from __future__ import annotations
 
 from .baselines import BASELINES, DEFAULT_STRENGTH, anonymize
+from .data import aligned_faces, square_crop_boxes
+from .losses import PERCEPTUAL_NETWORKS, ONetPerceptualLoss
 from .metrics import (
     AttributePreservationResult,
     FIDResult,
@@ -65,6 +69,10 @@ from .privatize import (
 __all__ = [
     "SynthesisNet",
     "SynthesisNetConfig",
+    "aligned_faces",
+    "square_crop_boxes",
+    "ONetPerceptualLoss",
+    "PERCEPTUAL_NETWORKS",
     "NOISE_MODES",
     "IdentityEncoder",
     "AttributeEncoder",

@@ -215,18 +215,26 @@ def judge_release(
 ) -> dict[str, float]:
     """Identity distance (``1 - cos``, identity-cluster bootstrap CI) and re-identification (TAR at a resolvable
     FAR with the threshold from published impostors; rank-1 against the originals with its binomial CI and the
-    chance rate) of one release under one judge. Returns a flat dict (a table row)."""
+    chance rate) of one release under one judge. Returns a flat dict (a table row); ``other_identity_distance``
+    is the mean ``1 - cos`` between each published face and the originals of *other* identities (the level an
+    identity distance must stay below for the published face to still look like its own source)."""
     check_tensor("identities", identities, shape=(original_embeddings.shape[0],))
     dist = identity_distance_from_embeddings(original_embeddings, published_embeddings, identities=identities,
                                              n_bootstrap=n_bootstrap, confidence=confidence, seed=seed)
     far_used = resolvable_far(far, identities)
     reid = reidentification_from_embeddings(original_embeddings, published_embeddings, identities=identities,
                                             far=far_used)
+    eo = torch.nn.functional.normalize(original_embeddings.detach().to("cpu", torch.float64), dim=1)
+    ep = torch.nn.functional.normalize(published_embeddings.detach().to("cpu", torch.float64), dim=1)
+    ids = identities.detach().cpu()
+    other = ids[:, None] != ids[None, :]
+    other_distance = float((1.0 - ep @ eo.T)[other].mean())
     n = reid.n_probes
     k = round(reid.rank1 * n)
     ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
     return {
         "identity_distance": dist.mean, "distance_low": dist.ci_low, "distance_high": dist.ci_high,
+        "other_identity_distance": other_distance,
         "tar": reid.tar, "far": far_used, "rank1": reid.rank1, "rank1_low": float(ci.low),
         "rank1_high": float(ci.high), "rank1_chance": reid.rank1_chance, "n_probes": n,
     }

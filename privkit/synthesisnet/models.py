@@ -17,10 +17,14 @@ paper's summary does not state is **privkit's choice** (standard DCGAN / ACGAN /
   same sphere, see :mod:`privkit.synthesisnet.privatize`), ``z_att`` on the sphere of radius ``att_radius``.
 * Decoder / generator (:class:`Decoder`, :class:`Generator`, same architecture): the two latents are rescaled to
   unit size per coordinate (divided by ``radius / sqrt(dim)``; a fixed constant, so the networks see inputs of
-  order 1 whatever the radius), concatenated, mapped by a linear layer to ``4 x 4 x C`` (ReLU), then
-  ``ConvTranspose 4x4 / stride 2`` layers with channels ``width * 2**(n-1-j)`` capped at ``16 * width``
-  (InstanceNorm + ReLU) up to ``S x S x 3`` with a ``tanh`` output (images in ``[-1, 1]``). At
-  ``S = 128, width = 64``: 1024 -> 512 -> 256 -> 128 -> 64 -> 3, as in PAPERS.md.
+  order 1 whatever the radius), concatenated, mapped by a linear layer to ``4 x 4 x C`` (ReLU), then x2
+  upsampling steps with channels ``width * 2**(n-1-j)`` capped at ``16 * width`` (InstanceNorm + ReLU) up to
+  ``S x S x 3`` with a ``tanh`` output (images in ``[-1, 1]``). At ``S = 128, width = 64``: 1024 -> 512 -> 256 ->
+  128 -> 64 -> 3, as in PAPERS.md. Each step is, by default (``upsample="resize"``, privkit's choice), a
+  nearest-neighbour x2 upsampling followed by a ``Conv 3x3`` (Odena, Dumoulin & Olah 2016, "Deconvolution and
+  checkerboard artifacts"): DCGAN's ``ConvTranspose 4x4 / stride 2`` (``upsample="transpose"``, kept as an option)
+  overlaps its kernels unevenly and, in privkit's CPU-scale runs, printed a strong checkerboard on every
+  generated face; the resize-convolution cannot produce that pattern at initialisation and did not learn it.
 * :class:`Discriminator`: the encoder trunk with channels capped at ``16 * width`` (3 -> 64 -> ... -> 1024 at
   paper scale) shared by two heads, each a separate ``Conv 4x4`` on the ``4 x 4`` map: one real/fake logit and
   (optionally) the auxiliary classifier's logits for every attribute. Its convolutions are spectrally normalised
@@ -58,6 +62,7 @@ __all__ = [
     "Generator",
     "Discriminator",
     "DISCRIMINATOR_NORMS",
+    "UPSAMPLE_MODES",
     "SpectralNormConv2d",
     "CosineClassifier",
     "MultiHeadClassifier",
@@ -138,6 +143,10 @@ class SpectralNormConv2d(nn.Conv2d):
         return self._conv_forward(x, self.normalized_weight(), self.bias)
 
 
+UpsampleMode = Literal["resize", "transpose"]
+#: Upsampling of the decoder/generator: nearest x2 + Conv 3x3 (privkit's default) or DCGAN's ConvTranspose 4x4/2.
+UPSAMPLE_MODES: tuple[str, ...] = ("resize", "transpose")
+
 DiscriminatorNorm = Literal["spectral", "instance"]
 DISCRIMINATOR_NORMS: tuple[str, ...] = ("spectral", "instance")
 
@@ -210,8 +219,17 @@ class AttributeEncoder(_SphereEncoder):
     """
 
 
+def _upsample_block(c_in: int, c_out: int, mode: str, *, bias: bool) -> list[nn.Module]:
+    """One x2 upsampling step: ``ConvTranspose 4x4/2`` (``"transpose"``) or nearest x2 + ``Conv 3x3``
+    (``"resize"``)."""
+    if mode == "transpose":
+        return [nn.ConvTranspose2d(c_in, c_out, 4, stride=2, padding=1, bias=bias)]
+    return [nn.Upsample(scale_factor=2, mode="nearest"), nn.Conv2d(c_in, c_out, 3, padding=1, bias=bias)]
+
+
 class Decoder(nn.Module):
-    """``Dec``: ``(z_id, z_att)`` -> image in ``[-1, 1]`` (DCGAN generator: linear, ConvTranspose, IN + ReLU, tanh).
+    """``Dec``: ``(z_id, z_att)`` -> image in ``[-1, 1]`` (DCGAN-style generator: linear, x2 upsampling steps with
+    IN + ReLU, tanh).
 
     Args:
         image_size: output side ``S``.
@@ -220,10 +238,13 @@ class Decoder(nn.Module):
         id_dim, att_dim: latent sizes.
         id_radius, att_radius: the latents' norms; inputs are divided by ``radius / sqrt(dim)`` so that each
             coordinate is of order 1.
+        upsample: ``"resize"`` (default: nearest-neighbour x2 then ``Conv 3x3``, Odena et al. 2016, which avoids
+            the checkerboard artefacts of strided transposed convolutions) or ``"transpose"`` (DCGAN's original
+            ``ConvTranspose 4x4 / stride 2``). Same channel plan either way.
     """
 
     def __init__(self, *, image_size: int, width: int, id_dim: int, att_dim: int, id_radius: float,
-                 att_radius: float):
+                 att_radius: float, upsample: UpsampleMode = "resize"):
         super().__init__()
         self.image_size = check_image_size(image_size)
         self.width = check_int("width", width, minimum=1)
@@ -231,6 +252,7 @@ class Decoder(nn.Module):
         self.att_dim = check_int("att_dim", att_dim, minimum=1)
         self.id_scale = check_positive("id_radius", id_radius) / math.sqrt(self.id_dim)
         self.att_scale = check_positive("att_radius", att_radius) / math.sqrt(self.att_dim)
+        self.upsample = check_choice("upsample", upsample, UPSAMPLE_MODES)
         n = _n_levels(self.image_size)
         chans = [self.width * min(2 ** (n - 1 - j), GENERATOR_MAX_MULT) for j in range(n)]
         self.top_channels = chans[0]
@@ -238,12 +260,10 @@ class Decoder(nn.Module):
         layers: list[nn.Module] = []
         for j in range(n):
             c_in = chans[j]
-            if j < n - 1:
-                c_out = chans[j + 1]
-                layers += [nn.ConvTranspose2d(c_in, c_out, 4, stride=2, padding=1, bias=False),
-                           nn.InstanceNorm2d(c_out, affine=True), nn.ReLU(inplace=True)]
-            else:
-                layers += [nn.ConvTranspose2d(c_in, 3, 4, stride=2, padding=1), nn.Tanh()]
+            last = j == n - 1
+            c_out = 3 if last else chans[j + 1]
+            layers += _upsample_block(c_in, c_out, self.upsample, bias=last)
+            layers += [nn.Tanh()] if last else [nn.InstanceNorm2d(c_out, affine=True), nn.ReLU(inplace=True)]
         self.net = nn.Sequential(*layers)
 
     def forward(self, z_id: torch.Tensor, z_att: torch.Tensor) -> torch.Tensor:

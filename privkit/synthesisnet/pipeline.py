@@ -69,6 +69,7 @@ from ..errors import InsufficientDataError, InvalidArgumentError, PrivkitError, 
 from ..privacy import PrivacyGuarantee
 from .models import (
     DISCRIMINATOR_NORMS,
+    UPSAMPLE_MODES,
     AttributeEncoder,
     CosineClassifier,
     Decoder,
@@ -82,9 +83,13 @@ from .models import (
     init_weights,
     project_to_sphere,
 )
+from .losses import PERCEPTUAL_NETWORKS, make_perceptual_loss
 from .privatize import CLIP_NORM_PER_DIM, privatize_latent
 
 __all__ = ["NOISE_MODES", "SynthesisNetConfig", "SynthesisNet", "FORMAT"]
+
+#: The networks trained in the autoencoder phase (copied by ``fit(..., autoencoder_from=...)``).
+_AUTOENCODER_MODULES = ("id_encoder", "att_encoder", "decoder", "id_classifier", "att_classifier", "id_adversary")
 
 NoiseMode = Literal["identity", "none", "whole"]
 NOISE_MODES: tuple[str, ...] = ("identity", "none", "whole")
@@ -131,6 +136,15 @@ class SynthesisNetConfig:
             generated images).
         id_logit_scale: scale of the cosine identity classifier's logits.
         init_generator_from_decoder: start G from the trained decoder's weights.
+        upsample: upsampling of the decoder and the generator: ``"resize"`` (privkit's default: nearest x2 +
+            ``Conv 3x3``, no checkerboard artefacts) or ``"transpose"`` (DCGAN's ``ConvTranspose 4x4 / 2``; in
+            privkit's runs it printed a strong checkerboard on every generated face), see
+            :mod:`~privkit.synthesisnet.models`.
+        perceptual: network of the perceptual reconstruction term added to the L1 term of both phases:
+            ``"onet"`` (MTCNN ONet's trunk, a face network never trained on identities; see
+            :mod:`~privkit.synthesisnet.losses`) or ``"none"``.
+        lambda_perceptual: weight of the perceptual term (relative to the L1 term, inside ``lambda_ae_rec`` and
+            ``lambda_rec``).
     """
 
     image_size: int = 64
@@ -158,6 +172,9 @@ class SynthesisNetConfig:
     lambda_cls_fake: float = 0.0
     id_logit_scale: float = 16.0
     init_generator_from_decoder: bool = True
+    upsample: str = "resize"
+    perceptual: str = "onet"
+    lambda_perceptual: float = 1.0
 
     def __post_init__(self) -> None:
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
@@ -173,6 +190,8 @@ class SynthesisNetConfig:
             set_("att_radius", check_positive("att_radius", self.att_radius))
         check_choice("noise", self.noise, NOISE_MODES)
         check_choice("discriminator_norm", self.discriminator_norm, DISCRIMINATOR_NORMS)
+        check_choice("upsample", self.upsample, UPSAMPLE_MODES)
+        check_choice("perceptual", self.perceptual, PERCEPTUAL_NETWORKS)
         for name in ("auxiliary_classifier", "project_noisy", "init_generator_from_decoder"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidArgumentError(f"{name} must be a bool, got {getattr(self, name)!r}")
@@ -189,7 +208,7 @@ class SynthesisNetConfig:
         set_("beta1", check_probability("beta1", self.beta1, open_low=False))
         set_("beta2", check_probability("beta2", self.beta2, open_low=False))
         for name in ("lambda_ae_rec", "lambda_id", "lambda_att", "lambda_adv", "lambda_rec", "lambda_cls",
-                     "lambda_cls_fake"):
+                     "lambda_cls_fake", "lambda_perceptual"):
             set_(name, check_nonnegative(name, getattr(self, name)))
         set_("id_logit_scale", check_positive("id_logit_scale", self.id_logit_scale))
 
@@ -300,6 +319,7 @@ class SynthesisNet:
         self.attribute_classes: tuple[int, ...] = ()
         self._modules: dict[str, nn.Module] = {}
         self._device = torch.device("cpu")
+        self._perceptual: nn.Module | None = None
 
     # ------------------------------------------------------------------------------------------ structure
     @property
@@ -326,7 +346,7 @@ class SynthesisNet:
         c = self.config
         common = dict(image_size=c.image_size, width=c.width)
         dec_kw = dict(common, id_dim=c.id_dim, att_dim=c.att_dim, id_radius=c.effective_clip_norm,
-                      att_radius=c.effective_att_radius)
+                      att_radius=c.effective_att_radius, upsample=c.upsample)
         att_scale = c.effective_att_radius / math.sqrt(c.att_dim)
         # Module constructors run PyTorch's default initialisation on the global RNG; fork it so that building a
         # model leaves the caller's global RNG state untouched (weights are then re-drawn from ``generator``).
@@ -403,6 +423,7 @@ class SynthesisNet:
         seed: int = 0,
         device: str | torch.device = "auto",
         progress: bool = False,
+        autoencoder_from: "SynthesisNet | None" = None,
     ) -> "SynthesisNet":
         """Train the autoencoder, then the GAN, on ``faceset`` (from scratch; a refit discards earlier weights).
 
@@ -415,6 +436,11 @@ class SynthesisNet:
             seed: seed of the weight initialisation, the shuffling and the identity swaps.
             device: ``"auto"``, ``"cpu"``, ``"cuda"`` or a ``torch.device``.
             progress: show ``tqdm`` progress bars.
+            autoencoder_from: a fitted :class:`SynthesisNet` of the same architecture (``image_size``, ``width``,
+                latent sizes and radii, ``upsample``) fitted on the same identities and attributes: its trained
+                autoencoder (encoders, decoder and their heads) is copied instead of training one, and
+                ``epochs_ae`` must be 0. Used for ablations that change only the GAN (e.g. no auxiliary
+                classifier), so both models share the same encoders.
 
         Returns:
             ``self``; :attr:`history` holds per-epoch losses and ``history["throughput"]`` the images/s of both
@@ -428,6 +454,8 @@ class SynthesisNet:
             raise InvalidArgumentError(f"progress must be a bool, got {progress!r}")
         dev = resolve_device(device)
         id_labels, attr, names, classes = self._prepare(faceset)
+        if autoencoder_from is not None:
+            self._check_autoencoder_source(autoencoder_from, int(id_labels.max()) + 1, names, classes, epochs_ae)
         g = torch.Generator().manual_seed(seed)
         self.attribute_names = names
         self._build(int(id_labels.max()) + 1, classes, dev, g)
@@ -436,9 +464,44 @@ class SynthesisNet:
                                 "seed": seed, "n_images": len(faceset), "n_identities": self.n_identities,
                                 "attributes": list(names)}}
         images = faceset.images
-        self._train_autoencoder(images, id_labels, attr, epochs_ae, batch_size, g, progress)
+        self._perceptual = (make_perceptual_loss(self.config.perceptual, device=dev)  # type: ignore[arg-type]
+                            if self.config.lambda_perceptual > 0 and (epochs_ae or epochs_gan) else None)
+        if autoencoder_from is None:
+            self._train_autoencoder(images, id_labels, attr, epochs_ae, batch_size, g, progress)
+        else:
+            for name in _AUTOENCODER_MODULES:
+                self._modules[name].load_state_dict(autoencoder_from._modules[name].state_dict())
+            self.history["ae"] = [dict(e) for e in autoencoder_from.history.get("ae", [])]
+            tp = autoencoder_from.history.get("throughput", {})
+            self.history["throughput"].update({k: tp[k] for k in ("ae_images_per_s", "ae_seconds") if k in tp})
+            self.history["fit"]["autoencoder_from"] = "copied from another fitted SynthesisNet"
         self._train_gan(images, attr, epochs_gan, batch_size, g, progress)
+        self._perceptual = None
         return self
+
+    def _check_autoencoder_source(self, other: Any, n_identities: int, names: tuple[str, ...],
+                                  classes: tuple[int, ...], epochs_ae: int) -> None:
+        if not isinstance(other, SynthesisNet) or not other.is_fitted:
+            raise InvalidArgumentError(f"autoencoder_from must be a fitted SynthesisNet, got {type(other).__name__}")
+        if epochs_ae != 0:
+            raise InvalidArgumentError(f"epochs_ae must be 0 when autoencoder_from is given, got {epochs_ae}")
+        a, b = self.config, other.config
+        for f in ("image_size", "width", "id_dim", "att_dim", "effective_clip_norm", "effective_att_radius",
+                  "upsample"):
+            if getattr(a, f) != getattr(b, f):
+                raise InvalidArgumentError(f"autoencoder_from has {f}={getattr(b, f)!r}, this model "
+                                           f"{getattr(a, f)!r}: the architectures must match")
+        if (other.n_identities, other.attribute_names, other.attribute_classes) != (n_identities, names, classes):
+            raise InvalidArgumentError("autoencoder_from was fitted on other identities or attributes "
+                                       f"({other.n_identities} identities, attributes {other.attribute_names}); "
+                                       f"this faceset has {n_identities} identities, attributes {names}")
+
+    def _reconstruction_loss(self, output: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(L1 + lambda_perceptual * perceptual, L1)`` between images in ``[-1, 1]``."""
+        l1 = (output - target).abs().mean()
+        if self._perceptual is None:
+            return l1, l1
+        return l1 + self.config.lambda_perceptual * self._perceptual(output, target), l1
 
     def _batches(self, n: int, batch_size: int, g: torch.Generator) -> list[torch.Tensor]:
         perm = torch.randperm(n, generator=g)
@@ -470,7 +533,7 @@ class SynthesisNet:
                 z_id = m["id_encoder"](x)
                 z_att = m["att_encoder"](x)
                 rec = m["decoder"](z_id, z_att)
-                l_rec = (rec - x).abs().mean()
+                l_rec, l1 = self._reconstruction_loss(rec, x)
                 id_logits = m["id_classifier"](z_id)
                 l_id = F.cross_entropy(id_logits, y)
                 l_att, att_acc = _attribute_loss(m["att_classifier"](z_att), a)
@@ -483,7 +546,7 @@ class SynthesisNet:
                 opt.step()
                 b = x.shape[0]
                 seen += b
-                meter.add(b, loss=loss, rec_l1=l_rec, id_ce=l_id,
+                meter.add(b, loss=loss, rec_l1=l1, rec=l_rec, id_ce=l_id,
                           id_acc=float((id_logits.argmax(1) == y).float().mean()),
                           att_ce=l_att if a.shape[1] > 0 else float("nan"), att_acc=att_acc,
                           adv_ce=l_adv, adv_acc=float((adv_logits.argmax(1) == y).float().mean()))
@@ -548,7 +611,8 @@ class SynthesisNet:
                 logit, cls = D(fake)
                 l_gadv = F.binary_cross_entropy_with_logits(logit, torch.ones_like(logit))
                 keep = ~swap
-                l_rec = (fake[keep] - x[keep]).abs().mean() if bool(keep.any()) else fake.new_zeros(())
+                l_rec, l1 = (self._reconstruction_loss(fake[keep], x[keep]) if bool(keep.any())
+                             else (fake.new_zeros(()), fake.new_zeros(())))
                 l_g = l_gadv + c.lambda_rec * l_rec
                 l_gcls = None
                 if aux:
@@ -562,7 +626,8 @@ class SynthesisNet:
 
                 seen += b
                 meter.add(b, d_loss=l_d, g_loss=l_g, g_adv=l_gadv,
-                          g_rec_l1=l_rec if bool(keep.any()) else float("nan"),
+                          g_rec_l1=l1 if bool(keep.any()) else float("nan"),
+                          g_rec=l_rec if bool(keep.any()) else float("nan"),
                           g_cls=l_gcls if l_gcls is not None else float("nan"),
                           d_real_acc=float((real_logit > 0).float().mean()),
                           d_fake_acc=float((fake_logit < 0).float().mean()),
