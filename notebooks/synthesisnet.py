@@ -132,12 +132,17 @@ with timer("data"):
 # overlap printed a strong checkerboard on every generated face in privkit's earlier runs (the transposed
 # version stays available as `upsample="transpose"`); the reconstruction terms of both phases are L1 plus a
 # perceptual term on the frozen convolution blocks of MTCNN's ONet (a face detector never trained on identities;
-# not ssl-small, which the FID stand-in uses, and not dlib, which judges identity).
+# not ssl-small, which the FID stand-in uses, and not dlib, which judges identity). Half of the GAN's training
+# samples get an identity latent privatised as at publishing time (ε log-uniform in 0.01 … 1, `noise_prob`) and
+# no reconstruction term [I]: at small ε the noisy latent is a nearly random point of the sphere, and a generator
+# that only ever saw encoder outputs rendered it as colour noise that kept no attribute; trained this way, the
+# adversarial and auxiliary-classifier terms teach it to render a plausible face with the attributes of `z_att`.
 
 # %%
 with timer("training"):
     net_cfg = SynthesisNetConfig(image_size=cfg.image_size, width=cfg.width, id_dim=cfg.id_dim, att_dim=cfg.att_dim,
-                                 lambda_id=cfg.lambda_id)
+                                 lambda_id=cfg.lambda_id, noise_prob=cfg.noise_prob,
+                                 lambda_cls=cfg.lambda_cls)
     net = SynthesisNet(net_cfg).fit(train, epochs_ae=cfg.epochs_ae, epochs_gan=cfg.epochs_gan,
                                     batch_size=cfg.batch_size, seed=seed, device=dev, progress=progress)
     net_noaux = SynthesisNet(net_cfg, auxiliary_classifier=False).fit(
@@ -151,6 +156,27 @@ with timer("training"):
         print(f"{name}: last AE epoch L1 {ae['rec_l1']:.3f}, id CE {ae['id_ce']:.3f}, adversary acc on z_att "
               f"{ae['adv_acc']:.3f}; last GAN epoch D loss {gan['d_loss']:.3f}, G L1 {gan['g_rec_l1']:.3f}; "
               f"{tp['ae_images_per_s']:.0f} / {tp['gan_images_per_s']:.0f} images/s")
+
+# %% [markdown]
+# ### What each latent reveals about identity (privkit)
+# The guarantee covers z_id only; z_att is published without noise, so it must carry (almost) no identity. Measured
+# directly on the published (test) faces, whose identities the networks never saw: each face's nearest other face
+# by cosine similarity of one latent, right when it shows the same person (leave-one-out rank-1; chance = the
+# share of other faces of the same person). z_att is trained to predict the attribute labels while an identity
+# adversary behind a gradient-reversal layer tries to read identity from it. The adversary sees only the training
+# identities and sat at chance within a few epochs in privkit's runs, yet a nearest-neighbour attacker still found
+# identity of unseen faces in a 64-d z_att (rank-1 0.12, chance 0.03). Its size `att_dim` is the bottleneck that
+# decides this: the default scale uses 8 (its attributes are a few discrete labels), where z_att is at chance
+# level [I] (the measurements behind the choice are in `privkit/synthesisnet/presets.py`).
+
+# %%
+with timer("latent leakage"):
+    zt_id, zt_att = net.encode(test.images.to(dev))
+    leak = pd.DataFrame([{"latent": name, "dim": int(z.shape[1]), **X.latent_identity_leakage(z.cpu(), test.identity)}
+                         for name, z in (("z_id (noised before release)", zt_id),
+                                         ("z_att (released without noise)", zt_att))])
+    print("Leave-one-out nearest-neighbour rank-1 among the test faces (99% intervals):")
+    print(leak.to_string(index=False))
 
 # %% [markdown]
 # ## Releases
@@ -427,40 +453,49 @@ with timer("table3"):
 # %%
 with timer("fig5"):
     z_test, _ = net.encode(x_test)
-    pairs = X.latent_pair_distances(z_test, test.identity, clip_norm=net.config.effective_clip_norm)
-    meaning = pd.concat([pairs.assign(epsilon=e, eps_d=e * pairs.distance) for e in cfg.epsilons], ignore_index=True)
+    # the plotted curves only: per-image nearest-other-identity distances, and 201 quantiles of all cross-identity
+    # pairs (tens of thousands of pairs would make a CSV of megabytes)
+    meaning = X.epsilon_meaning_curves(z_test, test.identity, clip_norm=net.config.effective_clip_norm,
+                                       epsilons=cfg.epsilons, n_quantiles=201
+                                       ).round({"fraction": 6, "distance": 4, "eps_d": 6})  # CSV size
     fig, axes = plt.subplots(1, 2, figsize=(8.5, 3.0), sharey=True)
     for ax, kind in zip(axes, ["nearest other identity", "any other identity"]):
         for e in cfg.epsilons:
-            v = np.sort(meaning[(meaning.pair == kind) & (meaning.epsilon == e)].eps_d.to_numpy())
-            ax.plot(v, np.arange(1, len(v) + 1) / len(v), label=f"ε = {e:g}")
+            d = meaning[(meaning.pair == kind) & (meaning.epsilon == e)]
+            ax.plot(d.eps_d, d.fraction, label=f"ε = {e:g}")
         ax.axvline(1.0, color="k", ls="--", lw=0.8)
-        ax.set(xscale="log", xlabel="ε · d(z, z′)  (log-likelihood-ratio bound)", title=kind)
+        ax.set(xscale="log", xlabel="ε · d(z, z′)  (log-likelihood-ratio bound)",
+               title=kind + (" (per face)" if kind.startswith("nearest") else " (quantiles of all pairs)"))
     axes[0].set_ylabel("fraction of pairs ≤ x")
     axes[1].legend(fontsize=6)
     save_figure(fig, out_dir, "fig5_epsilon_meaning", meaning)
     plt.show()
     plt.close(fig)
-    q = meaning.groupby(["pair", "epsilon"]).eps_d.describe(percentiles=[0.05, 0.5, 0.95])
+    q = pd.DataFrame([{"pair": k, "epsilon": e, **{f"{int(100 * p)}%": float(np.interp(p, d.fraction, d.eps_d))
+                                                  for p in (0.05, 0.5, 0.95)}}
+                      for (k, e), d in meaning.groupby(["pair", "epsilon"], sort=True)])
     print(f"clip_norm = {net.config.effective_clip_norm:g}; ε·2·clip_norm between any two faces: "
           + ", ".join(f"{2 * e * net.config.effective_clip_norm:g} (ε={e:g})" for e in cfg.epsilons))
-    print(q[["5%", "50%", "95%"]].to_string())
+    print("ε·d quantiles:")
+    print(q.to_string(index=False))
 
 # %% [markdown]
 # ## Checks of the claims at this scale
 # 1. The identity distance decreases in ε within bootstrap error, under both judges (the model's own identity
-#    encoder and dlib). 2. At the smallest ε, rank-1 re-identification lies within the 99% binomial interval of
-#    chance — enforced for dlib (the real recogniser); for the model's own identity encoder it is printed and,
-#    when it fails, reported as a **known failure**: in privkit's default run that attacker still linked 20 of
-#    300 published faces at ε = 0.01 (chance 10; 99% interval up to 19), through the attribute latent, which is
-#    published without noise and which the guarantee does not cover (the whole-latent ablation is within
-#    chance at the same ε). 3. The noise-free path keeps identity for the real recogniser: for the release without
-#    DP noise and for the autoencoder's reconstruction, dlib's rank-1 Wilson interval lies above chance and the
-#    identity distance (upper CI bound) stays below the mean distance to other identities' originals —
-#    otherwise the ε sweep would measure nothing. 4. For every attribute the probe reads on the real faces
-#    (accuracy more than two binomial standard errors above the majority rate), the method's accuracy stays above
-#    the majority rate at every ε. At the smoke scale (one epoch, a dozen faces) only check 2 and the guarantee
-#    check run (checks 1, 3 and 4 are printed, not enforced).
+#    encoder and dlib). 2. At the smallest ε, dlib's rank-1 re-identification (the real recogniser, the issue's
+#    attacker) lies within the 99% binomial interval of chance. The same test is run for the model's own identity
+#    encoder — an attacker who knows the published model — and **reported, not enforced**: it reads what `z_att`
+#    still carries, which is published without noise and not covered by the guarantee. The small attribute latent
+#    (8 dimensions) is what keeps that leak small: with 64 the own encoder linked 20 of 300 faces at ε = 0.01
+#    (chance 10); with 8 it sits at the edge of the chance interval (≈ 17–22 of 300 across privkit's runs; the
+#    attribute terms that keep lighting and occlusion visible also keep a little identity, e.g. each identity's
+#    skin chroma in this face set). 3. The noise-free path keeps identity for the real recogniser: for the release
+#    without DP noise and for the autoencoder's reconstruction, dlib's rank-1 Wilson interval lies above chance and
+#    the identity distance (upper CI bound) stays below the mean distance to other identities' originals —
+#    otherwise the ε sweep would measure nothing. 4. The stated attribute floor: for every attribute the probe
+#    reads on the real faces (accuracy more than two binomial standard errors above the majority rate), the
+#    method's accuracy stays above the majority rate (a constant guess) at every ε. At the smoke scale (one epoch,
+#    a dozen faces) only check 2 and the guarantee check run (checks 1, 3 and 4 are printed, not enforced).
 
 # %%
 failures, notes = [], []
@@ -486,10 +521,9 @@ for judge in ("model identity encoder", "dlib"):
         if not ok and judge == "dlib":
             failures.append(notes[-1])
         elif not ok:
-            notes.append("  KNOWN FAILURE (reported, not raised): the model's own identity encoder still links "
-                         "published faces above chance at the smallest ε — through the attribute latent, which is "
-                         "published without noise and is not covered by the guarantee (see the whole-latent "
-                         "ablation's rank-1 in Fig. 3 / Table 3)")
+            notes.append(f"  reported, not enforced: an attacker holding the model links {round(r.rank1 * r.n_probes)} "
+                         f"of {int(r.n_probes)} faces at ε={eps_min:g} through the attribute latent, which the "
+                         "guarantee does not cover (Table 4; the whole-latent ablation removes it)")
 for judge in ("model identity encoder", "dlib"):
     sw = judged[(judged.judge == judge) & (judged.method == "SynthesisNet")]
     if len(sw) >= 2:

@@ -676,3 +676,25 @@ def test_inception_needs_supplied_weights(tmp_path):
         load_inception(weights=tmp_path)  # an empty folder
     with pytest.raises(MissingResourceError):
         load_inception(weights=tmp_path / "missing.pth")
+
+
+def test_training_time_identity_noise():
+    fs = _faceset()
+    net = SynthesisNet(**TINY, noise_prob=1.0, swap_prob=0.0).fit(fs, epochs_ae=1, epochs_gan=2, batch_size=6, seed=0,
+                                                                  device="cpu")
+    for row in net.history["gan"]:
+        # every sample is privatised, so none gets the reconstruction term
+        assert row["noise_rate"] == 1.0 and "g_rec" not in row
+    again = SynthesisNet(**TINY, noise_prob=1.0, swap_prob=0.0).fit(fs, epochs_ae=1, epochs_gan=2, batch_size=6,
+                                                                    seed=0, device="cpu")
+    assert again.history["gan"][-1]["g_loss"] == pytest.approx(net.history["gan"][-1]["g_loss"])  # seeded
+    off = SynthesisNet(**TINY).fit(fs, epochs_ae=1, epochs_gan=1, batch_size=6, seed=0, device="cpu")
+    assert off.history["gan"][0]["noise_rate"] == 0.0 and "g_rec" in off.history["gan"][0]
+    none = SynthesisNet(**TINY, noise="none", noise_prob=1.0).fit(fs, epochs_ae=1, epochs_gan=1, batch_size=6,
+                                                                  seed=0, device="cpu")
+    assert none.history["gan"][0]["noise_rate"] == 0.0  # the no-noise ablation never sees noise
+    for bad in ((0.0, 1.0), (1.0, 0.5), (0.1,), "0.1", (0.1, float("inf"))):
+        with pytest.raises(InvalidArgumentError, match="train_epsilons"):
+            SynthesisNet(**TINY, train_epsilons=bad)
+    with pytest.raises(InvalidArgumentError, match="noise_prob"):
+        SynthesisNet(**TINY, noise_prob=1.5)

@@ -172,6 +172,51 @@ def test_latent_pair_distances_brute_force():
         X.latent_pair_distances(z, torch.zeros(6), clip_norm=1.0)
 
 
+def test_epsilon_meaning_curves_are_the_distance_distributions():
+    g = torch.Generator().manual_seed(2)
+    ids = torch.arange(8).repeat_interleave(3)
+    z = torch.randn(24, 4, generator=g, dtype=torch.float64) * 10
+    pairs = X.latent_pair_distances(z, ids, clip_norm=5.0)
+    df = X.epsilon_meaning_curves(z, ids, clip_norm=5.0, epsilons=(0.1, 1.0), n_quantiles=11)
+    assert set(df.columns) == {"pair", "epsilon", "fraction", "distance", "eps_d"}
+    near = df[(df.pair == "nearest other identity") & (df.epsilon == 1.0)]
+    assert near.distance.tolist() == pytest.approx(sorted(pairs[pairs.pair == "nearest other identity"].distance))
+    assert near.fraction.iloc[-1] == pytest.approx(1.0) and near.fraction.iloc[0] == pytest.approx(1 / 24)
+    every = df[(df.pair == "any other identity") & (df.epsilon == 0.1)]
+    allp = pairs[pairs.pair == "any other identity"].distance
+    assert len(every) == 11  # a fixed size, whatever the number of pairs
+    assert every.distance.iloc[0] == pytest.approx(allp.min()) and every.distance.iloc[-1] == pytest.approx(allp.max())
+    assert every.distance.iloc[5] == pytest.approx(allp.median())
+    assert df.eps_d.tolist() == pytest.approx((df.epsilon * df.distance).tolist())
+    with pytest.raises(InvalidArgumentError):
+        X.epsilon_meaning_curves(z, ids, clip_norm=5.0, epsilons=(0.0,))
+    with pytest.raises(InvalidArgumentError):
+        X.epsilon_meaning_curves(z, ids, clip_norm=5.0, epsilons=(1.0,), n_quantiles=1)
+
+
+def test_latent_identity_leakage_separates_identity_from_noise():
+    g = torch.Generator().manual_seed(3)
+    ids = torch.arange(20).repeat_interleave(4)
+    centres = torch.randn(20, 16, generator=g)
+    z_id = centres[ids] + 0.2 * torch.randn(80, 16, generator=g)  # identity clusters
+    z_att = torch.randn(80, 16, generator=g)  # no identity
+    hi = X.latent_identity_leakage(z_id, ids)
+    lo = X.latent_identity_leakage(z_att, ids)
+    assert hi["chance"] == pytest.approx(3 / 79) and lo["chance"] == hi["chance"]
+    assert hi["rank1"] == 1.0 and hi["rank1_low"] > hi["chance_high"]
+    assert lo["chance_low"] <= lo["rank1"] <= lo["chance_high"]
+    assert hi["n"] == 80
+    # brute-force leave-one-out nearest neighbour (cosine)
+    zn = torch.nn.functional.normalize(z_att.double(), dim=1)
+    hits = sum(int(ids[max((j for j in range(80) if j != i), key=lambda j: float(zn[i] @ zn[j]))] == ids[i])
+               for i in range(80))
+    assert lo["rank1"] == pytest.approx(hits / 80)
+    with pytest.raises(InsufficientDataError):
+        X.latent_identity_leakage(z_att[:5], torch.arange(5))  # every identity once
+    with pytest.raises(ShapeError):
+        X.latent_identity_leakage(z_att, ids[:-1])
+
+
 def test_image_grid():
     import matplotlib.pyplot as plt
 

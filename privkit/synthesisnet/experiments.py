@@ -16,7 +16,10 @@ Everything here is privkit's experimental protocol [I] (the paper's full text co
 - :func:`rank1_chance_interval`, :func:`distance_decrease_failures`: the closing checks.
 - :func:`latent_pair_distances`: what ε means for these faces — Euclidean distances between clipped identity
   latents of different identities, so that ``ε·d`` (the log-likelihood-ratio bound of metric DP) can be read
-  off per pair.
+  off per pair; :func:`epsilon_meaning_curves`: the same as compact distribution curves per ε (the data of the
+  notebook's "what ε means" figure, small enough for git).
+- :func:`latent_identity_leakage`: how much identity a latent reveals among unseen identities (leave-one-out
+  nearest-neighbour rank-1 against its chance rate), e.g. ``z_att`` against ``z_id``.
 - :func:`image_grid`: the samples figure.
 """
 
@@ -48,6 +51,8 @@ __all__ = [
     "rank1_chance_interval",
     "distance_decrease_failures",
     "latent_pair_distances",
+    "epsilon_meaning_curves",
+    "latent_identity_leakage",
     "image_grid",
 ]
 
@@ -292,6 +297,93 @@ def latent_pair_distances(z_id: torch.Tensor, identities: torch.Tensor, *, clip_
     rows = [pd.DataFrame({"pair": "nearest other identity", "distance": nearest.numpy()}),
             pd.DataFrame({"pair": "any other identity", "distance": d[upper].numpy()})]
     return pd.concat(rows, ignore_index=True)
+
+
+def epsilon_meaning_curves(
+    z_id: torch.Tensor, identities: torch.Tensor, *, clip_norm: float, epsilons: Sequence[float],
+    n_quantiles: int = 201,
+) -> pd.DataFrame:
+    """Distribution curves of ``ε·d(z, z')`` over pairs of identities, one per ε: the plotted data of the
+    notebook's "what ε means" figure, compact enough to commit.
+
+    ``pair == "nearest other identity"``: one point per image (its distance to the closest latent of another
+    identity), sorted, with ``fraction = rank / n`` (the empirical CDF). ``pair == "any other identity"``: the
+    ``n_quantiles`` quantiles (levels evenly spaced over ``[0, 1]``, linear interpolation) of the distances of
+    all unordered cross-identity pairs, with ``fraction`` the quantile level — the CDF of the O(n²) pairs at a
+    fixed size. Distances come from :func:`latent_pair_distances` (clipped latents, float64).
+
+    Args:
+        z_id: ``(N, d)`` identity latents.
+        identities: ``(N,)`` identity labels (at least two distinct).
+        clip_norm: clip norm of the metric-DP mechanism (> 0).
+        epsilons: the ε values (each > 0).
+        n_quantiles: quantile levels of the all-pairs curve, ``>= 2``.
+
+    Returns:
+        A frame with columns ``pair``, ``epsilon``, ``fraction``, ``distance``, ``eps_d`` (= ε·distance).
+    """
+    from .._validate import check_epsilon
+
+    eps = [check_epsilon(e) for e in epsilons]
+    if not eps:
+        raise InsufficientDataError("epsilons: need at least one value")
+    n_quantiles = check_int("n_quantiles", n_quantiles, minimum=2)
+    pairs = latent_pair_distances(z_id, identities, clip_norm=clip_norm)
+    nearest = np.sort(pairs.loc[pairs.pair == "nearest other identity", "distance"].to_numpy())
+    levels = np.linspace(0.0, 1.0, n_quantiles)
+    anyq = np.quantile(pairs.loc[pairs.pair == "any other identity", "distance"].to_numpy(), levels)
+    curves = {"nearest other identity": (np.arange(1, nearest.size + 1) / nearest.size, nearest),
+              "any other identity": (levels, anyq)}
+    frames = [pd.DataFrame({"pair": kind, "epsilon": e, "fraction": frac, "distance": dist, "eps_d": e * dist})
+              for kind, (frac, dist) in curves.items() for e in eps]
+    return pd.concat(frames, ignore_index=True)
+
+
+def latent_identity_leakage(
+    z: torch.Tensor, identities: torch.Tensor, *, confidence: float = 0.99,
+) -> dict[str, float]:
+    """What a latent reveals about identity: leave-one-out nearest-neighbour rank-1 among the rows of ``z``.
+
+    Each row is a probe; its nearest other row (cosine similarity, float64; ties to the first) is its guess, and
+    the guess is right when that row has the same identity. Chance is the mean over probes of ``(n_i - 1) /
+    (N - 1)`` (``n_i`` rows of the probe's identity): the rate of a guess drawn uniformly from the other rows. Use
+    it on latents of identities the networks never saw (e.g. the published test faces), where a high rank-1 means
+    the latent encodes *who* the face is, not only which training class it resembles.
+
+    Args:
+        z: ``(N, d)`` latents, ``N >= 2``.
+        identities: ``(N,)`` identity labels; at least one identity with two rows.
+        confidence: level of the Wilson interval of the rank-1 rate and of the binomial interval of chance.
+
+    Returns:
+        ``{"rank1", "rank1_low", "rank1_high", "chance", "chance_low", "chance_high", "n"}``: the rank-1 rate with
+        its Wilson interval, the chance rate and the central ``confidence`` interval of a rank-1 rate at chance
+        (binomial quantiles / N), and the number of probes.
+
+    Raises:
+        ShapeError: ``z`` not 2-D or ``identities`` of another length.
+        InsufficientDataError: fewer than 2 rows or no identity with two rows (nothing to re-identify).
+    """
+    check_tensor("z", z, ndim=2, floating=True, finite=True)
+    check_tensor("identities", identities, shape=(z.shape[0],))
+    confidence = check_probability("confidence", confidence)
+    n = int(z.shape[0])
+    if n < 2:
+        raise InsufficientDataError(f"z: need at least 2 rows, got {n}")
+    ids = identities.detach().cpu()
+    same = ids[:, None] == ids[None, :]
+    if int(same.sum()) == n:
+        raise InsufficientDataError("identities: no identity has two rows, so no row can be re-identified")
+    zn = torch.nn.functional.normalize(z.detach().to("cpu", torch.float64), dim=1)
+    sim = zn @ zn.T
+    sim.fill_diagonal_(-math.inf)
+    hit = ids[sim.argmax(dim=1)] == ids
+    k = int(hit.sum())
+    chance = float(((same.sum(dim=1) - 1).double() / (n - 1)).mean())
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+    lo, hi = rank1_chance_interval(chance, n, confidence=confidence)
+    return {"rank1": k / n, "rank1_low": float(ci.low), "rank1_high": float(ci.high), "chance": chance,
+            "chance_low": lo, "chance_high": hi, "n": n}
 
 
 def image_grid(rows: Mapping[str, torch.Tensor], *, n_columns: int, cell: float = 0.9) -> Any:

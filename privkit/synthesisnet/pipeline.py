@@ -11,6 +11,11 @@ whose full text could not be obtained, is silent — see ``papers/PAPERS.md`` §
 
    The last term is an identity adversary on ``z_att`` behind a gradient-reversal layer: the adversary learns to
    read identity from ``z_att`` and the encoder learns to defeat it, keeping identity out of ``z_att``.
+   [I] The adversary only sees the *training* identities: once it is at chance (in privkit's default runs within
+   a few epochs) it stops pushing, while a nearest-neighbour attacker on unseen faces can still find identity in a
+   large ``z_att``. What bounds that leak in practice is the size of ``z_att`` (``att_dim``, 8 at the default
+   scale, where the attributes are a few discrete labels); measure it with
+   :func:`privkit.synthesisnet.experiments.latent_identity_leakage` on faces outside the training set.
 2. **Metric-DP noise** (:mod:`privkit.synthesisnet.privatize`) on ``z_id`` at publishing time only (*privkit*: the
    paper's summary does not say whether noise is also used in training). ``z_id`` lies on the sphere of radius
    ``clip_norm`` (so clipping is a no-op for encoder outputs); after the noise it is projected back onto that
@@ -27,7 +32,11 @@ whose full text could not be obtained, is silent — see ``papers/PAPERS.md`` §
    real images only; ACGAN also trains it on generated images, ``lambda_cls_fake > 0``). With
    probability ``swap_prob`` a sample's ``z_id`` is taken from another image of the batch (the summary's "randomly
    pick two faces and combine their identity and attributes"); such samples get no reconstruction term. Published
-   latents are never the training latents, so this teaches ``G`` to render unseen identity/attribute pairs.
+   latents are never the training latents, so this teaches ``G`` to render unseen identity/attribute pairs. With
+   probability ``noise_prob`` a sample's latent is privatised as at publishing time (ε log-uniform in
+   ``train_epsilons``, *privkit*), again without a reconstruction term: the generator must then turn a noisy
+   identity latent — at small ε a nearly random point of the sphere — into a realistic face that keeps the
+   attributes, which is what the auxiliary classifier is for.
 
 Ablations (options of :class:`SynthesisNetConfig`): ``noise="none"`` (no DP noise; the guarantee says so),
 ``auxiliary_classifier=False`` (a FaceDCGAN-like discriminator without classifier), ``noise="whole"`` (the noise
@@ -107,7 +116,10 @@ class SynthesisNetConfig:
         width: channels of the first encoder/discriminator layer and last generator layer (64 at paper scale;
             32 or 16 keep CPU training at 64x64 to minutes).
         id_dim: identity latent size ``d_id`` (privkit: 16).
-        att_dim: attribute latent size (privkit: 32).
+        att_dim: attribute latent size (privkit: 32). [I] ``z_att`` is published without noise and is not covered
+            by the guarantee, so keep it just large enough for the attributes: at the default scale (a few discrete
+            labels) privkit uses 8, because larger attribute latents carried identity of unseen faces past the
+            adversary (see ``att_dim`` in :mod:`privkit.synthesisnet.presets`).
         clip_norm: radius of the identity latents = clip norm of the metric-DP mechanism; ``None`` means
             ``10 * id_dim`` (puts the kept/hidden transition at ε ≈ 0.1, see :mod:`~privkit.synthesisnet.privatize`).
         att_radius: radius of the attribute latents; ``None`` means ``10 * att_dim``.
@@ -126,6 +138,15 @@ class SynthesisNetConfig:
         attributes: attribute names (keys of ``FaceSet.attributes``) the attribute latent and the auxiliary
             classifier predict; ``None`` means all of the training set's attributes, sorted.
         swap_prob: probability that a GAN training sample gets another image's identity latent.
+        noise_prob: probability that a GAN training sample's identity latent is replaced by a privatised one, as
+            at publishing time (``config.noise``'s mechanism, projected onto the sphere), at an ε drawn
+            log-uniformly from ``train_epsilons`` per batch [I]. Such samples get no reconstruction term, only the
+            adversarial and auxiliary-classifier terms, so ``G`` learns to render a realistic face that keeps the
+            attributes for *any* point of the identity sphere — at small ε the noisy latent is a nearly random
+            direction, far from every training latent, and a generator trained only on encoder outputs renders
+            it as colour noise. 0 (the default) trains on encoder outputs only. Noise in training is not a
+            privacy mechanism (the training faces get no guarantee either way).
+        train_epsilons: ``(low, high)`` range of the training-time ε (default the paper's sweep, 0.01 .. 1).
         lr, beta1, beta2: Adam settings of the GAN phase (2e-4, 0.5, 0.999: DCGAN's).
         lr_ae: Adam learning rate of the autoencoder phase (privkit: 1e-3, same betas; a plain autoencoder
             tolerates a larger step than a GAN, which matters for CPU-scale training).
@@ -159,6 +180,8 @@ class SynthesisNetConfig:
     project_noisy: bool = True
     attributes: tuple[str, ...] | None = None
     swap_prob: float = 0.25
+    noise_prob: float = 0.0
+    train_epsilons: tuple[float, float] = (0.01, 1.0)
     lr: float = 2e-4
     lr_ae: float = 1e-3
     beta1: float = 0.5
@@ -203,6 +226,13 @@ class SynthesisNetConfig:
                 raise InvalidArgumentError(f"attributes must not repeat names, got {attrs}")
             set_("attributes", attrs)
         set_("swap_prob", check_probability("swap_prob", self.swap_prob, open_low=False, open_high=True))
+        set_("noise_prob", check_probability("noise_prob", self.noise_prob, open_low=False, open_high=False))
+        te = tuple(self.train_epsilons) if isinstance(self.train_epsilons, (tuple, list)) else ()
+        if len(te) != 2 or not all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in te) \
+                or te[0] > te[1]:
+            raise InvalidArgumentError(
+                f"train_epsilons must be (low, high) with 0 < low <= high, got {self.train_epsilons!r}")
+        set_("train_epsilons", (float(te[0]), float(te[1])))
         set_("lr", check_positive("lr", self.lr))
         set_("lr_ae", check_positive("lr_ae", self.lr_ae))
         set_("beta1", check_probability("beta1", self.beta1, open_low=False))
@@ -589,6 +619,18 @@ class SynthesisNet:
                 if bool(swap.any()):
                     partner = torch.roll(torch.arange(b, device=dev), 1)
                     z_id = torch.where(swap[:, None], z_id[partner], z_id)
+                noised = torch.zeros(b, dtype=torch.bool, device=dev)
+                if c.noise_prob > 0 and c.noise != "none":
+                    pick = torch.rand(b, generator=g) < c.noise_prob
+                    if bool(pick.any()):
+                        lo, hi = (math.log(v) for v in c.train_epsilons)
+                        eps = math.exp(lo + (hi - lo) * float(torch.rand((), generator=g)))
+                        rows = torch.nonzero(pick).flatten().to(dev)
+                        nid, natt, _ = self.privatize(z_id[rows].cpu(), z_att[rows].cpu(), epsilon=eps, generator=g)
+                        z_id, z_att = z_id.clone(), z_att.clone()
+                        z_id[rows] = nid.to(dev, z_id.dtype)
+                        z_att[rows] = natt.to(dev, z_att.dtype)
+                        noised = pick.to(dev)
 
                 # discriminator (and auxiliary classifier) step
                 fake = G(z_id, z_att)
@@ -610,7 +652,7 @@ class SynthesisNet:
                     p.requires_grad_(False)
                 logit, cls = D(fake)
                 l_gadv = F.binary_cross_entropy_with_logits(logit, torch.ones_like(logit))
-                keep = ~swap
+                keep = ~swap & ~noised
                 l_rec, l1 = (self._reconstruction_loss(fake[keep], x[keep]) if bool(keep.any())
                              else (fake.new_zeros(()), fake.new_zeros(())))
                 l_g = l_gadv + c.lambda_rec * l_rec
@@ -632,7 +674,7 @@ class SynthesisNet:
                           d_real_acc=float((real_logit > 0).float().mean()),
                           d_fake_acc=float((fake_logit < 0).float().mean()),
                           cls_real_acc=cls_real_acc, cls_fake_acc=cls_fake_acc,
-                          swap_rate=float(swap.float().mean()))
+                          swap_rate=float(swap.float().mean()), noise_rate=float(noised.float().mean()))
                 bar.update(1)
             self.history["gan"].append({"epoch": epoch + 1, **meter.means()})
         bar.close()
