@@ -19,6 +19,7 @@ from privkit.isp.projection import IdentitySanitizer
 from privkit.isp.verification import (
     VerificationPairs,
     evaluate_verification,
+    pair_threshold,
     pairwise_tar_at_far,
     scan_pairs,
     smallest_resolvable_far,
@@ -321,3 +322,14 @@ def test_protocol_bad_inputs(splits):
         evaluate_verification(ztr * 3, itr, zv, iv, zt, it)
     with pytest.raises(InvalidArgumentError):
         pairwise_tar_at_far(zt, it, fars=(1.5,))
+
+
+def test_pair_threshold_matches_a_full_sort_and_refuses_unresolvable_fars():
+    z, ids = clusters(15, 4, seed=11)[:2]
+    pairs = VerificationPairs.create(ids, enrol_shots=1)
+    tau, scan = pair_threshold(pairs, z, far=1e-2)
+    full = scan_pairs(pairs, z, top_k=pairs.n_impostor_pairs)
+    assert tau == pytest.approx(float(thresholds_at_far(full.top_scores, pairs.n_impostor_pairs, [1e-2])[0]))
+    assert scan.genuine_scores.numel() > 0
+    with pytest.raises(InsufficientDataError, match="my_set: .* resolve FARs"):
+        pair_threshold(pairs, z, far=1e-5, argument="my_set")

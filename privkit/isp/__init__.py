@@ -81,6 +81,7 @@ from .verification import (
     subsample_shots,
     tar_at_far,
     thresholds_at_far,
+    pair_threshold,
     validation_tar,
 )
 
@@ -104,6 +105,7 @@ __all__ = [
     "ImpostorScan",
     "scan_pairs",
     "validation_tar",
+    "pair_threshold",
     "subsample_shots",
     "VerificationResult",
     "evaluate_verification",

@@ -52,9 +52,8 @@ from .verification import (
     DEFAULT_MIN_FALSE_ACCEPTS,
     VerificationPairs,
     evaluate_verification,
+    pair_threshold,
     scan_pairs,
-    smallest_resolvable_far,
-    thresholds_at_far,
 )
 
 __all__ = [
@@ -603,19 +602,9 @@ def reference_threshold_from_embeddings(
     Raises:
         InsufficientDataError: too few impostor pairs to resolve ``far`` (at least ``min_false_accepts / far``).
     """
-    far = check_probability("far", far)
     check_unit_norm("embeddings", embeddings)
     pairs = VerificationPairs.create(identities, enrol_shots=1)
-    n_imp = pairs.n_impostor_pairs
-    floor = smallest_resolvable_far(n_imp, min_false_accepts=min_false_accepts)
-    if far < floor * (1 - 1e-12):
-        raise InsufficientDataError(
-            f"embeddings: {n_imp} impostor pairs resolve FARs down to {floor:.3g} only; FAR {far:g} needs at least "
-            f"{math.ceil(min_false_accepts / far)} pairs"
-        )
-    k = int(math.floor(far * n_imp * (1 + 1e-12))) + 1
-    scan = scan_pairs(pairs, embeddings, top_k=k)
-    return float(thresholds_at_far(scan.top_scores.cpu(), n_imp, [far], min_false_accepts=min_false_accepts)[0])
+    return pair_threshold(pairs, embeddings, far=far, min_false_accepts=min_false_accepts)[0]
 
 
 #: The inversion attacks :func:`inversion_study` runs, and the family of the paper's four attacks each stands for.

@@ -36,13 +36,7 @@ import torch
 from .._validate import check_int, check_nonnegative, check_positive, check_probability, check_tensor
 from ..errors import InsufficientDataError, InvalidArgumentError, ShapeError
 from .attribution import EncoderLike, _check_images, embed_images
-from .verification import (
-    DEFAULT_MIN_FALSE_ACCEPTS,
-    VerificationPairs,
-    scan_pairs,
-    smallest_resolvable_far,
-    thresholds_at_far,
-)
+from .verification import DEFAULT_MIN_FALSE_ACCEPTS, VerificationPairs, pair_threshold
 
 __all__ = [
     "ConvDecoder",
@@ -561,16 +555,7 @@ def reference_threshold(
     _check_images(images)
     z = embed_images(reference_encoder, images)
     pairs = VerificationPairs.create(identities, enrol_shots=1)
-    n_imp = pairs.n_impostor_pairs
-    floor = smallest_resolvable_far(n_imp, min_false_accepts=min_false_accepts)
-    if far < floor * (1 - 1e-12):
-        raise InsufficientDataError(
-            f"images: {n_imp} impostor pairs resolve FARs down to {floor:.3g} only; FAR {far:g} needs at least "
-            f"{math.ceil(min_false_accepts / far)} pairs"
-        )
-    k = int(math.floor(far * n_imp * (1 + 1e-12))) + 1
-    scan = scan_pairs(pairs, z, top_k=k)
-    return float(thresholds_at_far(scan.top_scores.cpu(), n_imp, [far], min_false_accepts=min_false_accepts)[0])
+    return pair_threshold(pairs, z, far=far, min_false_accepts=min_false_accepts, argument="images")[0]
 
 
 def wilson_interval(successes: int, n: int, *, level: float = 0.95) -> tuple[float, float]:

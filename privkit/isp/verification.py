@@ -60,6 +60,7 @@ __all__ = [
     "scan_pairs",
     "pairwise_tar_at_far",
     "validation_tar",
+    "pair_threshold",
     "subsample_shots",
     "VerificationResult",
     "evaluate_verification",
@@ -403,6 +404,37 @@ def _needed_top_k(fars: Sequence[float], n_imp: int, min_false_accepts: int) -> 
     return max(ks) + 1 if ks else 0
 
 
+def pair_threshold(
+    pairs: VerificationPairs,
+    embeddings: torch.Tensor,
+    *,
+    far: float,
+    min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS,
+    chunk_size: int | None = None,
+    argument: str = "embeddings",
+) -> tuple[float, ImpostorScan]:
+    """The cosine threshold at ``far`` from all impostor pairs of ``pairs`` (top-k scan, no full sort).
+
+    Returns:
+        ``(threshold, scan)``; the scan also holds the genuine scores.
+
+    Raises:
+        InsufficientDataError: too few impostor pairs to resolve ``far`` (the message names ``argument`` and how
+            many pairs ``far`` needs: ``min_false_accepts / far``).
+    """
+    far = check_probability("far", far)
+    n_imp = pairs.n_impostor_pairs
+    floor = smallest_resolvable_far(n_imp, min_false_accepts=min_false_accepts)
+    if far < floor * (1 - 1e-12):
+        raise InsufficientDataError(
+            f"{argument}: {n_imp} impostor pairs resolve FARs down to {floor:.3g} only; FAR {far:g} needs at least "
+            f"{math.ceil(min_false_accepts / far)} pairs (min_false_accepts={min_false_accepts})"
+        )
+    scan = scan_pairs(pairs, embeddings, top_k=_needed_top_k([far], n_imp, min_false_accepts), chunk_size=chunk_size)
+    tau = float(thresholds_at_far(scan.top_scores.cpu(), n_imp, [far], min_false_accepts=min_false_accepts)[0])
+    return tau, scan
+
+
 def validation_tar(
     pairs: VerificationPairs,
     embeddings: torch.Tensor,
@@ -416,16 +448,8 @@ def validation_tar(
     Raises:
         InsufficientDataError: ``far`` is below the smallest FAR the planned pairs resolve.
     """
-    far = check_probability("far", far)
-    n_imp = pairs.n_impostor_pairs
-    floor = smallest_resolvable_far(n_imp, min_false_accepts=min_false_accepts)
-    if far < floor * (1 - 1e-12):
-        raise InsufficientDataError(
-            f"far={far:g} is below the smallest resolvable FAR {floor:.3g} of {n_imp} validation impostor pairs "
-            f"(min_false_accepts={min_false_accepts})"
-        )
-    scan = scan_pairs(pairs, embeddings, top_k=_needed_top_k([far], n_imp, min_false_accepts), chunk_size=chunk_size)
-    tau = float(thresholds_at_far(scan.top_scores.cpu(), n_imp, [far], min_false_accepts=min_false_accepts)[0])
+    tau, scan = pair_threshold(pairs, embeddings, far=far, min_false_accepts=min_false_accepts,
+                               chunk_size=chunk_size, argument="validation pairs")
     return float((scan.genuine_scores > tau).double().mean())
 
 
