@@ -505,6 +505,19 @@ _METRICS: dict[str, Callable[[torch.Tensor, torch.Tensor], float]] = {
 }
 
 
+def _post_process(noisy: torch.Tensor, projection: str) -> torch.Tensor:
+    """One noisy Gram through the named projection: "none", "clip", "aap" (the paper's 500 sweeps) or "nearest"."""
+    if projection == "none":
+        return noisy
+    if projection == "clip":
+        return clip_to_correlation(noisy)
+    if projection == "aap":
+        return nearest_correlation(noisy, method="aap", max_iter=500, raise_on_max_iter=False)
+    if projection == "nearest":
+        return nearest_correlation(noisy, method="newton", tol=1e-7, max_iter=200)
+    raise InvalidArgumentError(f"unknown projection {projection!r}; valid: none, clip, aap, nearest")
+
+
 def gram_analytics(
     datasets: dict[str, tuple[torch.Tensor, torch.Tensor]],
     *,
@@ -543,16 +556,7 @@ def gram_analytics(
                     base = release_gram(Er, epsilon=eps, delta=delta, adjacency="gram", delta_g=dg,
                                         projection="none", calibration="scoreshield", generator=g, verify=False)
                     for proj in projections:
-                        if proj == "none":
-                            M = base.noisy
-                        elif proj == "clip":
-                            M = clip_to_correlation(base.noisy)
-                        elif proj == "aap":
-                            M = nearest_correlation(base.noisy, method="aap", max_iter=500, raise_on_max_iter=False)
-                        elif proj == "nearest":
-                            M = nearest_correlation(base.noisy, method="newton", tol=1e-7, max_iter=200)
-                        else:
-                            raise InvalidArgumentError(f"unknown projection {proj!r}")
+                        M = _post_process(base.noisy, proj)
                         for m, fn in _METRICS.items():
                             rows.append({"dataset": name, "repeat": rep, "epsilon": eps, "delta_g": dg,
                                          "method": proj, "metric": m, "value": fn(M, yr),
@@ -651,14 +655,7 @@ def recommender_study(
                 base = release_gram(E, epsilon=eps, delta=delta, adjacency="gram", delta_g=dg, projection="none",
                                     calibration="scoreshield", generator=g, verify=False)
                 for proj in projections:
-                    if proj == "none":
-                        M = base.noisy
-                    elif proj == "clip":
-                        M = clip_to_correlation(base.noisy)
-                    elif proj == "aap":
-                        M = nearest_correlation(base.noisy, method="aap", max_iter=500, raise_on_max_iter=False)
-                    else:
-                        M = nearest_correlation(base.noisy, method="newton", tol=1e-7, max_iter=200)
+                    M = _post_process(base.noisy, proj)
                     rows.append({"epsilon": eps, "delta_g": dg, "method": proj, "repeat": rep,
                                  "rmse": neighbour_rmse(M, train, test, k=k)})
     return pd.DataFrame(rows)
