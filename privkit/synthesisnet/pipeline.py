@@ -545,8 +545,7 @@ class SynthesisNet:
         from tqdm.auto import tqdm
 
         c, m, dev = self.config, self._modules, self._device
-        nets = [m["id_encoder"], m["att_encoder"], m["decoder"], m["id_classifier"], m["att_classifier"],
-                m["id_adversary"]]
+        nets = [m[k] for k in _AUTOENCODER_MODULES]
         params = [p for net in nets for p in net.parameters()]
         opt = torch.optim.Adam(params, lr=c.lr_ae, betas=(c.beta1, c.beta2))
         for net in nets:
