@@ -175,7 +175,8 @@ with timer("latent leakage"):
     leak = pd.DataFrame([{"latent": name, "dim": int(z.shape[1]), **X.latent_identity_leakage(z.cpu(), test.identity)}
                          for name, z in (("z_id (noised before release)", zt_id),
                                          ("z_att (released without noise)", zt_att))])
-    print("Leave-one-out nearest-neighbour rank-1 among the test faces (99% intervals):")
+    print("privkit's leakage check of the two latents (no counterpart in the paper's summary). "
+          "Leave-one-out nearest-neighbour rank-1 among the test faces (99% intervals):")
     print(leak.to_string(index=False))
 
 # %% [markdown]
