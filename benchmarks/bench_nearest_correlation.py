@@ -61,7 +61,6 @@ def dual_lbfgs(A: torch.Tensor, tol: float, max_iter: int = 2000) -> tuple[torch
     from scipy.optimize import minimize
 
     A64 = A.double().cpu()
-    n = A64.shape[0]
     calls = {"eigh": 0}
 
     def theta(y: np.ndarray) -> tuple[float, np.ndarray]:

@@ -48,7 +48,6 @@ out_dir = "figures/scoreshield"
 
 # %%
 import math
-import time
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -58,7 +57,7 @@ import torch
 
 import privkit
 from privkit.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
-from privkit.privacy import analytic_gaussian_delta, gaussian_sigma
+from privkit.privacy import gaussian_sigma
 from privkit.scoreshield import (
     bootstrap_ci,
     auc,
@@ -66,9 +65,7 @@ from privkit.scoreshield import (
     flip_probability,
     flip_probability_mc,
     recalibrate_threshold,
-    release_gram,
     release_scores,
-    roc_curve,
     roc_shift_bound,
     synthetic_score_families,
 )

@@ -6,7 +6,6 @@ import dataclasses
 import hashlib
 import json
 import math
-import os
 from pathlib import Path
 
 import matplotlib

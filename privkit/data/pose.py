@@ -907,7 +907,7 @@ def _photo_backgrounds(bg: torch.Tensor, size: int) -> torch.Tensor:
 
 def _procedural_backgrounds(bg: torch.Tensor, colors: torch.Tensor, grid: torch.Tensor, size: int) -> torch.Tensor:
     """Value noise / grating / checker / gradient textures, (n, 3, size, size)."""
-    n, device = bg.shape[0], bg.device
+    device = bg.device
     noise = F.interpolate(grid, size=(size, size), mode="bicubic", align_corners=False).clamp(0, 1)
     coord = (torch.arange(size, device=device, dtype=torch.float32) + 0.5) / size - 0.5
     ang = bg[:, _G["angle"], None, None]

@@ -327,7 +327,6 @@ def _render_chunk(ip: dict[str, torch.Tensor], np_: dict[str, torch.Tensor], siz
     f32 = torch.float32
     P = {k: v.to(dev, f32) for k, v in ip.items()}
     Q = {k: v.to(dev, f32) for k, v in np_.items()}
-    n = Q["roll"].shape[0]
     s1 = lambda t: t[:, None, None]  # noqa: E731  (n,) -> (n, 1, 1)
     c3 = lambda t: t[:, :, None, None]  # noqa: E731  (n, 3) -> (n, 3, 1, 1)
 
