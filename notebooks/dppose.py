@@ -109,8 +109,12 @@ print(cfg)
 #
 # δ = 1e-5 for every private run (below 1/N for the N private images). Every run has the same optimiser
 # (AdamW, as the paper's code), learning rate, expected batch size B and number of steps; σ is calibrated
-# by the PRV accountant to the target ε over those steps and the reported ε is recomputed from the steps
-# actually run.
+# to the target ε over those steps and the reported ε is recomputed from the steps actually run. The
+# neighbouring relation decides the accountant: DP-SGD and projected DP-SGD protect a record against its
+# addition or removal (opacus's PRV accountant); the feature methods protect what the blur removes from a
+# record that *stays* in the data set, a substitution (replace-one: the record's clipped gradient can move
+# by 2C), accounted with dp-accounting's PLD accountant under its replace-one relation. At the same target
+# ε the feature methods therefore get more noise than DP-SGD (`noise_multiplier` in the runs table).
 
 # %%
 runs = X.design_runs(cfg, seed=seed)

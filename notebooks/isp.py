@@ -69,6 +69,7 @@ from privkit.errors import PrivkitError
 from privkit.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
 from privkit.isp import experiments as X
 from privkit.isp import VerificationPairs, simple_augment, smallest_resolvable_far
+from privkit.isp.inversion import describe_inversion_evidence
 
 with warnings.catch_warnings():  # tqdm.auto warns when ipywidgets is absent and falls back to text bars
     warnings.simplefilter("ignore")
@@ -597,6 +598,7 @@ with timer("inversion"):
               f"{int((inv.margin_low > 0).sum())} of {len(inv)}. The paper reports ≈ 0% success for non-FR encoders "
               "and 67–100% for FR embeddings with pretrained generative inverters; privkit's small attacks on 25-px "
               "LFW faces are far weaker, so the graded views (rank-1, margin) carry the comparison.")
+        print(describe_inversion_evidence(inv))
 
 # %%
 with timer("inversion"):

@@ -120,7 +120,9 @@ def test_solver_comparison_newton_is_nearest():
 
 def test_audits_pass_correct_and_catch_broken_releases():
     assert X.audit_score_release(epsilon=1.0, delta=1e-5, n_samples=100_000, seed=0).passed
-    assert not X.audit_score_release(epsilon=1.0, delta=1e-5, sensitivity=1.0, n_samples=100_000, seed=0).passed
+    assert X.audit_score_release(epsilon=1.0, delta=1e-5, sensitivity=1.0, n_samples=100_000, seed=0).passed
+    assert not X.audit_score_release(epsilon=1.0, delta=1e-5, sensitivity=1.0, enforce_domain=False,
+                                     n_samples=100_000, seed=0).passed
     assert X.audit_gram_release(epsilon=1.0, delta=1e-5, n_samples=100_000, seed=0).passed
     half = X.record_sensitivity(5) / 2
     assert not X.audit_gram_release(epsilon=1.0, delta=1e-5, delta_g=half, n_samples=100_000, seed=0).passed

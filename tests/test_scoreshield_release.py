@@ -92,7 +92,7 @@ def test_reproducible_with_seed_and_fresh_without():
 def test_domain_restricted_sensitivity_is_noted():
     E = unit(10, 4)
     r = release_scores(E[0], E, epsilon=1.0, delta=1e-5, sensitivity=1.5, generator=make_generator(0))
-    assert any("domain restriction" in n for n in r.guarantee.notes)
+    assert any("clamped into [-0.5, 1]" in n for n in r.guarantee.notes)
 
 
 def test_unit_norm_tolerance_and_renormalisation():
@@ -296,8 +296,16 @@ def test_audit_score_release_is_below_its_claim():
 
 
 def test_audit_catches_halved_score_sensitivity():
-    res = audit(score_mechanism(1.0), GALLERY0, GALLERY1, n_samples=200_000, delta=DELTA, seed=0,
-                claimed_epsilon=EPS)
+    # Δ = 1 is enforced (scores clamped into [0, 1]), so the release audits below its claim ...
+    assert audit(score_mechanism(1.0), GALLERY0, GALLERY1, n_samples=200_000, delta=DELTA, seed=0,
+                 claimed_epsilon=EPS).passed
+
+    # ... and the negative control, the same release with what the clamp removed added back (the release before
+    # the domain was enforced), is caught.
+    def unenforced(gallery, n, generator):
+        return score_mechanism(1.0)(gallery, n, generator) + (float(gallery[0] @ U) - max(float(gallery[0] @ U), 0.0))
+
+    res = audit(unenforced, GALLERY0, GALLERY1, n_samples=200_000, delta=DELTA, seed=0, claimed_epsilon=EPS)
     assert not res.passed and res.epsilon_lower > 1.1 * EPS
 
 

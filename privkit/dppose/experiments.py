@@ -240,6 +240,8 @@ class RunOutcome:
             "method": s.method, "init": s.init, "epsilon": s.epsilon, "clip_norm": s.clip, "k": s.k, "seed": s.seed,
             "purposes": "+".join(s.purposes), "pckh": self.pckh.mean,
             "epsilon_reported": g.epsilon, "delta": g.delta if s.epsilon is not None else float("nan"),
+            "neighbouring": self.config.get("neighbouring", "") if s.epsilon is not None else "",
+            "accountant": self.config.get("accountant", "") if s.epsilon is not None else "",
             "noise_multiplier": self.noise_multiplier, "sample_rate": self.sample_rate, "steps": self.steps,
             "final_loss": last.get("loss", float("nan")),
             "clipped_fraction": last.get("clipped_fraction", float("nan")),
@@ -281,7 +283,8 @@ def run_design(
         n_public_grads: public per-sample gradients per subspace estimate (capped at the public set size).
         refresh: subspace refresh interval.
         n_show: how many test images keep their predictions (qualitative figure).
-        accountant: ``"prv"`` or ``"rdp"``.
+        accountant: ``"prv"``, ``"rdp"`` or ``"pld"`` for the add/remove methods; the feature methods are
+            accounted under substitution with ``"pld"`` whatever this says (see :func:`privkit.dppose.train`).
         device: training device.
         progress: show a progress bar over the runs (tqdm.auto).
         on_result: called with each outcome as soon as it is ready (e.g. to print its guarantee).

@@ -453,15 +453,19 @@ class ClippedSum:
 
     Attributes:
         grads: ``{name: param-shaped tensor}``, ``sum_i clip_C(g_i)``.
-        norms: (B,) unclipped per-sample gradient norms.
-        loss: Mean loss of the batch (detached scalar; 0 for an empty batch).
+        norms: (B,) unclipped per-sample gradient norms (NaN or inf for a record whose gradient was not finite).
+        loss: Mean loss of the batch's finite records (detached scalar; 0 for an empty batch).
         batch_size: ``B``.
+        non_finite: Records whose per-sample gradient was not finite; they contribute **zero** to the sum (a
+            vector of norm 0 <= C, so the sensitivity bound holds). A diagnostic computed on private data, not
+            covered by any guarantee.
     """
 
     grads: dict[str, torch.Tensor]
     norms: torch.Tensor
     loss: torch.Tensor
     batch_size: int
+    non_finite: int = 0
 
     def flat(self) -> torch.Tensor:
         """The sum as one vector ``(p,)``."""
@@ -511,18 +515,31 @@ def clipped_grad_sum(
         if chunk_size is not None:
             chunk_size = check_int("chunk_size", chunk_size, minimum=1)
         ps, losses = _vmap_grads(model, loss_fn, x, targets, chunk_size)
-        loss = losses.mean()
         norms = per_sample_norms(ps)
-        f = clip_factors(norms, c)
-        sums = {n: torch.einsum("b,bk->k", f.to(g.dtype), g.reshape(b, -1)).view(g.shape[1:])
-                for n, g in ps.items()}
-        return ClippedSum(grads={n: sums[n].detach() for n in params}, norms=norms.detach(), loss=loss, batch_size=b)
+        ok = torch.isfinite(norms)
+        f = torch.where(ok, clip_factors(norms, c), torch.zeros_like(norms))
+        # A non-finite per-sample gradient never reaches the sum: its rows are replaced by zeros (0 * NaN = NaN,
+        # so a zero clip factor alone would not do).
+        sums = {n: torch.einsum("b,bk->k", f.to(g.dtype), torch.where(ok[:, None], g.reshape(b, -1), 0.0))
+                .view(g.shape[1:]) for n, g in ps.items()}
+        loss = losses[ok].mean() if bool(ok.any()) else torch.zeros((), device=losses.device)
+        return ClippedSum(grads={n: sums[n].detach() for n in params}, norms=norms.detach(), loss=loss.detach(),
+                          batch_size=b, non_finite=int((~ok).sum()))
     layers, loss = _hooks_layers(model, loss_fn, x, targets, plan, materialize=False)
     sq = None
     for layer in layers:
         s = layer.sq_norms()
         sq = s if sq is None else sq + s
     norms = sq.clamp_min(0).sqrt()
+    ok = torch.isfinite(norms)
+    if not bool(ok.all()):
+        # The per-layer contractions sum over the batch, so one non-finite record would poison them: recompute the
+        # sum over the finite records only (records are independent, see check_per_record_model); the others
+        # contribute zero.
+        keep = ok.nonzero().squeeze(1)
+        sub = clipped_grad_sum(model, loss_fn, (x[keep], *(t[keep] for t in targets)), clip=c, method="hooks")
+        return ClippedSum(grads=sub.grads, norms=norms.detach(), loss=sub.loss, batch_size=b,
+                          non_finite=int((~ok).sum()))
     f = clip_factors(norms, c)
     sums: dict[str, torch.Tensor] = {}
     for layer in layers:
@@ -549,9 +566,19 @@ def add_gaussian_noise(
     Returns:
         The noisy sum (dtype and device of ``total``; noise drawn in float64,
         see :func:`privkit.privacy.samplers.sample_gaussian`).
+
+    Raises:
+        InvalidArgumentError: a non-finite ``total``, or bad ``clip``/``noise_multiplier``.
     """
     c = check_positive("clip", clip)
     s = check_positive("noise_multiplier", noise_multiplier)
+    if not isinstance(total, torch.Tensor) or not total.is_floating_point():
+        raise InvalidArgumentError("total must be a floating-point torch.Tensor (the clipped gradient sum)")
+    if total.numel() and not bool(torch.isfinite(total).all()):
+        raise InvalidArgumentError(
+            "total (the clipped gradient sum) contains NaN or inf values; the Gaussian mechanism needs a finite sum "
+            "of norm-bounded gradients (a non-finite record must never reach the sum)"
+        )
     from ..privacy.samplers import sample_gaussian
 
     noise = sample_gaussian(tuple(total.shape), sigma=s * c, generator=generator, device=total.device,

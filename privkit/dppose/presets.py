@@ -40,7 +40,8 @@ class DPPoseConfig:
         n_public_grads: public per-sample gradients per subspace estimate (m).
         refresh: subspace refresh interval in steps.
         n_show: test images in the qualitative figure.
-        accountant: ``"prv"`` or ``"rdp"``.
+        accountant: ``"prv"`` or ``"rdp"`` for the add/remove methods (the feature methods always use the
+            replace-one PLD accountant).
     """
 
     dataset: str

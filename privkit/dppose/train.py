@@ -49,7 +49,7 @@ from .._validate import check_choice, check_delta, check_epsilon, check_int, che
 from ..data.types import PoseSet
 from ..device import resolve_device
 from ..errors import InsufficientDataError, InvalidArgumentError, MissingResourceError, ShapeError
-from ..privacy.accounting import ACCOUNTANTS, epsilon_from_history, noise_multiplier_for
+from ..privacy.accounting import ACCOUNTANTS, accountant_for, epsilon_from_history, noise_multiplier_for
 from ..privacy.guarantee import PrivacyGuarantee
 from ..privacy.samplers import make_generator
 from .grads import (
@@ -73,6 +73,7 @@ __all__ = [
     "pose_batch",
     "evaluate_pckh",
     "private_clipped_sum",
+    "neighbouring_for",
     "train",
 ]
 
@@ -215,6 +216,16 @@ def _check_poseset(name: str, data: Any, model: nn.Module | None = None) -> None
         raise InvalidArgumentError(f"{name} must be a privkit.data.types.PoseSet, got {type(data).__name__}")
     if data.images.ndim != 4 or data.images.shape[1] != 3:
         raise ShapeError(f"{name}.images must have shape (N, 3, H, W), got {tuple(data.images.shape)}")
+    # A non-finite record must stop training before it starts: inside DP-SGD a NaN that surfaces only when its
+    # record is Poisson-sampled would reveal that record's membership without noise.
+    for field_name in ("images", "keypoints", "head_box"):
+        t = getattr(data, field_name)
+        if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel() and not bool(torch.isfinite(t).all()):
+            bad = (~torch.isfinite(t.reshape(t.shape[0], -1))).any(1).nonzero().squeeze(1)
+            raise InvalidArgumentError(
+                f"{name}.{field_name} contains NaN or inf values in {bad.numel()} record(s) (first at index "
+                f"{int(bad[0])}); every value must be finite"
+            )
     if model is not None and tuple(data.images.shape[-2:]) != tuple(model.input_size):
         raise ShapeError(
             f"{name} has {tuple(data.images.shape[-2:])} images but the model expects {tuple(model.input_size)}"
@@ -302,18 +313,31 @@ class TrainResult:
     config: dict[str, Any] = field(default_factory=dict)
 
 
+def neighbouring_for(method: str) -> str:
+    """The neighbouring relation a private ``method`` is accounted under: ``"substitution"`` for the feature
+    methods (a record keeps ψ(x) and its labels and changes the rest: replace-one, the clipped sum moves by up to
+    2C), ``"add_remove"`` for the others."""
+    check_choice("method", method, _PRIVATE)
+    return "substitution" if method in _FEATURE else "add_remove"
+
+
+_ACCOUNTANT_NAMES = {"rdp": "opacus RDP", "prv": "opacus PRV", "pld": "dp-accounting PLD"}
+
+
 def _guarantee(method: str, *, epsilon_req: float | None, delta: float, eps: float, sigma: float, clip: float, q: float,
                steps: int, accountant: str, blur: GaussianBlur | None, k: int | None, public_weight: float,
                refresh: int | None) -> PrivacyGuarantee:
     eps_value = eps if eps > 0 else math.inf  # only a run of zero steps spends nothing; never report 0
+    relation = neighbouring_for(method)
+    acc_text = f"{_ACCOUNTANT_NAMES[accountant]} accountant, " + (
+        "replace-one" if relation == "substitution" else "add/remove")
     mech = (f"DP-SGD: Poisson-subsampled Gaussian mechanism on per-record clipped gradients "
-            f"(noise multiplier {sigma:.4g}, clip C={clip:g}, q={q:.4g}, {steps} steps; opacus {accountant.upper()} "
-            f"accountant)")
+            f"(noise multiplier {sigma:.4g}, clip C={clip:g}, q={q:.4g}, {steps} steps; {acc_text})")
     notes = [
         "epsilon is computed from the accountant's history of the steps actually run.",
         "One clip per record; the divisor is the expected batch size.",
     ]
-    if math.isfinite(eps_value):
+    if math.isfinite(eps_value) and relation == "add_remove":
         notes.append(
             f"Replacing one record (instead of adding/removing it) is covered by group privacy: "
             f"(ε={2 * eps_value:.3g}, δ={(1 + math.exp(eps_value)) * delta:.3g})."
@@ -329,7 +353,8 @@ def _guarantee(method: str, *, epsilon_req: float | None, delta: float, eps: flo
         neighbouring = (
             f"feature-level DP relative to ψ = {blur.describe()}: neighbouring datasets have identical public "
             "features ψ(x) and identical keypoint labels and differ only in what ψ removes from one record "
-            "(accounted as adding/removing that record's raw-image gradient)"
+            "(substitution: the record stays, so its clipped raw-image gradient can move by 2C; accounted with "
+            "the replace-one relation)"
         )
         protects = ("the information in one private image that the blur removes; NOT the blurred image ψ(x) "
                     "and NOT the keypoint labels, which are treated as public")
@@ -364,7 +389,7 @@ def train(
     lr: float = 1e-3,
     seed: int = 0,
     device: str | torch.device = "auto",
-    accountant: Literal["prv", "rdp"] = "prv",
+    accountant: Literal["prv", "rdp", "pld"] = "prv",
     warm_start: Any = None,
     progress: bool = False,
     public_weight: float = 1.0,
@@ -403,7 +428,9 @@ def train(
         lr: Learning rate ``> 0``.
         seed: Seed of the model initialisation, the sampling and the noise.
         device: ``"auto"``, ``"cpu"``, ``"cuda"`` or a ``torch.device``.
-        accountant: ``"prv"`` (default) or ``"rdp"``.
+        accountant: ``"prv"`` (default), ``"rdp"`` or ``"pld"``, for the add/remove methods (DP-SGD, projected).
+            The feature methods are accounted under substitution (replace-one), which only ``"pld"``
+            (dp-accounting) covers, so they always use it; ``TrainResult.config["accountant"]`` says which ran.
         warm_start: Initial weights: a state dict, a model, or a path
             (``.safetensors`` or a ``torch.save`` file, loaded with
             ``weights_only=True``).
@@ -511,11 +538,14 @@ def train(
     total = epochs * steps_per_epoch
     q = bsz / n
     sigma = None
+    relation = neighbouring_for(method) if private else "add_remove"
+    acct = accountant_for(relation, accountant)
     if private and noise_multiplier is not None:
         sigma = check_positive("noise_multiplier", noise_multiplier)
     elif private:
         sigma = noise_multiplier_for(target_epsilon=eps_req, delta=dlt, sample_rate=q, steps=total,
-                                     accountant=accountant, max_noise_multiplier=max_noise_multiplier)
+                                     accountant=acct, max_noise_multiplier=max_noise_multiplier,
+                                     neighbouring=relation)
     if not isinstance(secure, bool):
         raise InvalidArgumentError(f"secure must be a bool, got {secure!r}")
     if secure:
@@ -606,7 +636,7 @@ def train(
                 }
                 if private:
                     entry["eps_so_far"] = epsilon_from_history([(sigma, q, acc_steps)], delta=dlt,
-                                                               accountant=accountant)
+                                                               accountant=acct, neighbouring=relation)
                     entry["clipped_fraction"] = (window["clipped"] / window["clipped_n"]
                                                  if window["clipped_n"] else float("nan"))
                 else:
@@ -624,13 +654,13 @@ def train(
     config = {
         "method": method, "epsilon": eps_req, "delta": dlt, "clip": c_norm, "epochs": epochs, "batch_size": bsz,
         "k": sub_k, "refresh": sub_refresh, "n_public": m_pub, "blur": None if psi is None else psi.describe(),
-        "lr": lr_v, "seed": seed, "accountant": accountant, "public_weight": pub_w if method in _FEATURE else None,
+        "lr": lr_v, "seed": seed, "accountant": acct, "neighbouring": relation, "public_weight": pub_w if method in _FEATURE else None,
         "optimizer": optimizer, "weight_decay": wd, "n_private": n, "device": str(dev), "secure": secure,
     }
     if private:
-        eps = epsilon_from_history([(sigma, q, acc_steps)], delta=dlt, accountant=accountant)
+        eps = epsilon_from_history([(sigma, q, acc_steps)], delta=dlt, accountant=acct, neighbouring=relation)
         guarantee = _guarantee(method, epsilon_req=eps_req, delta=dlt, eps=eps, sigma=sigma, clip=c_norm, q=q,
-                               steps=acc_steps, accountant=accountant, blur=psi, k=sub_k, public_weight=pub_w,
+                               steps=acc_steps, accountant=acct, blur=psi, k=sub_k, public_weight=pub_w,
                                refresh=sub_refresh)
     else:
         guarantee = PrivacyGuarantee(

@@ -52,6 +52,7 @@ __all__ = [
     "inversion_success",
     "wilson_interval",
     "inversion_audit",
+    "describe_inversion_evidence",
 ]
 
 
@@ -686,3 +687,49 @@ def inversion_audit(
     table = pd.DataFrame(rows)
     table["reference_far"] = far
     return table
+
+
+#: Columns :func:`describe_inversion_evidence` reads from an inversion table (``table7_inversion``).
+_EVIDENCE_COLUMNS = ("encoder", "condition", "attack", "rank1", "rank1_low", "rank1_high", "rank1_chance", "margin",
+                     "margin_low", "margin_high")
+
+
+def describe_inversion_evidence(table: pd.DataFrame) -> str:
+    """One sentence, generated from an inversion table, saying where the reconstructions show identity.
+
+    A row (encoder, condition, attack) shows identity evidence when its rank-1 identification interval lies above
+    chance or its margin-over-control interval lies above 0 (95 % intervals, not corrected for the several attacks
+    and two measures per encoder, so a lone marginal hit is weak evidence). Every number in the sentence is read
+    from ``table``, so the sentence cannot drift from the data it describes.
+
+    Args:
+        table: the inversion table (columns ``encoder, condition, attack, rank1, rank1_low, rank1_high,
+            rank1_chance, margin, margin_low, margin_high``).
+
+    Returns:
+        The sentence.
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise InvalidArgumentError(f"table must be a pandas DataFrame, got {type(table).__name__}")
+    missing = [c for c in _EVIDENCE_COLUMNS if c not in table.columns]
+    if missing:
+        raise InvalidArgumentError(f"table lacks the columns {missing} (an inversion table, table7_inversion)")
+    if not len(table):
+        raise InsufficientDataError("table: no inversion rows")
+    with_evidence, without = [], []
+    for (enc, cond), rows in table.groupby(["encoder", "condition"], sort=False):
+        hits = []
+        for r in rows.itertuples():
+            if r.rank1_low > r.rank1_chance:
+                hits.append(f"{r.attack} rank-1 {r.rank1:.2f} [{r.rank1_low:.3f}, {r.rank1_high:.3f}] against "
+                            f"chance {r.rank1_chance:.3f}")
+            if r.margin_low > 0:
+                hits.append(f"{r.attack} margin {r.margin:+.3f} [{r.margin_low:+.3f}, {r.margin_high:+.3f}]")
+        name = f"{enc.split(' [')[0]} {cond}"
+        (with_evidence if hits else without).append(f"{name} ({'; '.join(hits)})" if hits else name)
+    n_attacks = table.groupby(["encoder", "condition"]).size().max()
+    text = (f"Identity evidence in the reconstructions (95 % intervals, up to {n_attacks} attacks × 2 measures per "
+            f"encoder and condition, uncorrected for multiple comparisons): ")
+    text += ", ".join(with_evidence) if with_evidence else "none"
+    text += "; none for " + ", ".join(without) + "." if without else "."
+    return text

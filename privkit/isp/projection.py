@@ -422,6 +422,9 @@ class IdentitySanitizer(_StreamingFitter):
     * ``"full"`` — the numerical rank of M (σ_k > 1e-6 σ_1), which for r = rank(M) makes all fitting class
       means coincide after projection (before re-normalisation).
 
+    A rule's rank is capped at the numerical rank of M (σ_k > 1e-6 σ_1); the projector's ``info`` reports
+    ``rank_removed``, ``numerical_rank`` and ``rule_rank_before_cap``, so a capped rule is visible.
+
     Args:
         rank: number of directions to remove; must satisfy 1 ≤ rank ≤ min(d, m − 1) and rank ≤ numerical rank(M).
         rank_rule: ``"energy"``, ``"relative"`` or ``"full"``; used only when ``rank`` is None.
@@ -512,13 +515,19 @@ class IdentitySanitizer(_StreamingFitter):
                     f"{num_rank} or fit on more identities"
                 )
             return self.rank
+        # A rule never removes more directions than M has: beyond the numerical rank the "singular vectors" are
+        # arbitrary (or zero columns), and a zero column would be reported as a removed direction.
+        return min(self._rule_rank(s), num_rank)
+
+    def _rule_rank(self, s: torch.Tensor) -> int:
+        """The rank the rule asks for, before the cap at the numerical rank of M."""
         if self.rank_rule == "full":
-            return num_rank
+            return _numerical_rank(s)
         if self.rank_rule == "relative":
             return max(1, int((s >= self.relative_sv * s[0]).sum()))
         energy = (s**2).cumsum(0) / (s**2).sum()
         r = int(torch.searchsorted(energy, torch.tensor(self.energy - 1e-12, dtype=energy.dtype, device=energy.device))) + 1
-        return min(max(r, 1), num_rank)
+        return max(r, 1)
 
     @property
     def projector(self) -> IdentityProjector:
@@ -529,6 +538,9 @@ class IdentitySanitizer(_StreamingFitter):
             info = {
                 **self._stats.state(),
                 "rank_rule": "explicit" if self.rank is not None else self.rank_rule,
+                "rank_removed": r,
+                "numerical_rank": _numerical_rank(s),
+                "rule_rank_before_cap": self.rank if self.rank is not None else self._rule_rank(s),
                 "energy": self.energy,
                 "relative_sv": self.relative_sv,
                 "solver": self.solver,

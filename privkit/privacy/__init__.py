@@ -10,7 +10,7 @@
 - :mod:`~privkit.privacy.guarantee`: :class:`PrivacyGuarantee`, returned with
   every release.
 - :mod:`~privkit.privacy.accounting`: DP-SGD accounting through opacus (RDP,
-  PRV).
+  PRV; add/remove) and dp-accounting (PLD; add/remove or substitution).
 - :mod:`~privkit.privacy.audit`: black-box lower bounds on epsilon.
 
 This subpackage depends only on ``privkit.errors``, ``privkit._validate`` and
@@ -19,7 +19,14 @@ This subpackage depends only on ``privkit.errors``, ``privkit._validate`` and
 
 from __future__ import annotations
 
-from .accounting import ACCOUNTANTS, epsilon_from_history, epsilon_spent, noise_multiplier_for
+from .accounting import (
+    ACCOUNTANTS,
+    NEIGHBOURINGS,
+    accountant_for,
+    epsilon_from_history,
+    epsilon_spent,
+    noise_multiplier_for,
+)
 from .audit import AuditResult, audit, batch_mechanism, clopper_pearson_upper, epsilon_lower_bound
 from .calibration import (
     GAUSSIAN_METHODS,
@@ -52,6 +59,8 @@ __all__ = [
     "sample_metric_laplace",
     "PrivacyGuarantee",
     "ACCOUNTANTS",
+    "NEIGHBOURINGS",
+    "accountant_for",
     "epsilon_spent",
     "epsilon_from_history",
     "noise_multiplier_for",

@@ -20,6 +20,7 @@ from .projection import (
     clip_to_correlation,
     correlation_residuals,
     nearest_correlation,
+    symmetric_from_upper,
 )
 from .recalibration import (
     SCORE_FAMILIES,
@@ -53,6 +54,7 @@ __all__ = [
     "ScoreRelease",
     "GramRelease",
     "nearest_correlation",
+    "symmetric_from_upper",
     "clip_to_correlation",
     "correlation_residuals",
     "NearestCorrelationDiagnostics",

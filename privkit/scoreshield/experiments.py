@@ -721,23 +721,30 @@ def _worst_case_pair(n: int, d: int = 4) -> tuple[torch.Tensor, torch.Tensor, to
 
 
 def audit_score_release(
-    *, epsilon: float, delta: float, sensitivity: float = 2.0, n_samples: int = 200_000, seed: int = 0,
-    confidence: float = 0.95,
+    *, epsilon: float, delta: float, sensitivity: float = 2.0, enforce_domain: bool = True, n_samples: int = 200_000,
+    seed: int = 0, confidence: float = 0.95,
 ):
     """Audit :func:`release_scores` (analytic calibration) on worst-case neighbouring galleries.
 
     The neighbouring galleries differ in one record replaced by its opposite with respect to the
-    query, so that record's score moves by exactly 2 = Δ. ``sensitivity`` is what the mechanism is
-    told: 2 is correct; 1 is a deliberately broken variant (the negative control).
+    query, so that record's score moves from 1 to −1. ``sensitivity`` is what the mechanism is
+    told; a Δ < 2 is enforced by clamping the clean scores into [1 − Δ, 1], so the release stays
+    correct. ``enforce_domain=False`` adds back what the clamp removed, i.e. the release as it was
+    before the clamp existed: with Δ < 2 that is a deliberately broken variant (the negative control).
     """
     from ..privacy import audit
 
     u, E0, E1 = _worst_case_pair(3)
+    lower = max(-1.0, 1.0 - sensitivity)
 
     def mechanism(gallery, n, generator):
         r = release_scores(u.expand(n, u.numel()), gallery, epsilon=epsilon, delta=delta, calibration="analytic",
                            generator=generator, sensitivity=sensitivity, accounting="per_query")
-        return r.unclipped[:, 0]
+        out = r.unclipped[:, 0]
+        if not enforce_domain:
+            clean = float(gallery[0] @ u)
+            out = out + (clean - min(max(clean, lower), 1.0))
+        return out
 
     return audit(mechanism, E0, E1, n_samples=n_samples, delta=delta, seed=seed, claimed_epsilon=epsilon,
                  confidence=confidence)

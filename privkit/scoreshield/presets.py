@@ -108,6 +108,7 @@ ARTEFACTS = (
     ("table1b_template_verification", "DP template verification, IJB-style pooling (paper Table 1, IJB-B/C columns)"),
     ("figG1_roc_shift", "ROC/AUC/EER shift against the O(sigma) bound (paper App. G)"),
     ("figG2_flip_probability", "decision-flip probability, closed form vs measured (paper App. G)"),
+    ("tableG2_pair_flip_rate", "decision-flip rate over the verification pairs, closed form vs measured (paper App. G)"),
     ("tableG1_operating_points", "operating-point study on the synthetic score families (paper App. G/H)"),
     ("figG3_operating_points", "TPR after recalibration vs epsilon per family (paper App. G/H)"),
     ("fig5_gram_analytics", "NMI / Recall@1 / pair AUC from the private Gram, naive vs AAP vs nearest (paper Fig. 5, K.*)"),

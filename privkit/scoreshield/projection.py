@@ -68,6 +68,7 @@ from ..device import resolve_device
 from ..errors import ConvergenceError, ShapeError
 
 __all__ = [
+    "symmetric_from_upper",
     "NearestCorrelationDiagnostics",
     "nearest_correlation",
     "clip_to_correlation",
@@ -132,6 +133,23 @@ class NearestCorrelationDiagnostics:
 # ----------------------------------------------------------------------------------------
 # small shared pieces
 # ----------------------------------------------------------------------------------------
+
+
+def symmetric_from_upper(X: torch.Tensor) -> torch.Tensor:
+    """The symmetric matrix (or batch) whose upper triangle, diagonal included, is ``X``'s.
+
+    Every entry below the diagonal is a *copy* of its mirror above it, so the result is
+    bitwise symmetric on any device, dtype, CPU or BLAS kernel.  A released matrix must be
+    symmetric by construction: ``E @ E.T`` is not bitwise symmetric under every GEMM kernel
+    (MKL's AVX2 path on AMD rounds about 5 % of mirrored entries differently), and an
+    asymmetry that the symmetric noise does not cover is a noise-free function of the private
+    rows (docs/privacy.md, "Symmetric by construction").
+    """
+    if X.ndim < 2 or X.shape[-1] != X.shape[-2]:
+        raise ShapeError(f"X must have shape (..., n, n), got {tuple(X.shape)}")
+    n = X.shape[-1]
+    upper = torch.ones(n, n, dtype=torch.bool, device=X.device).triu()
+    return torch.where(upper, X, X.transpose(-1, -2))
 
 
 def _prepare(A: torch.Tensor, device: str | torch.device | None) -> tuple[torch.Tensor, tuple[int, ...]]:
@@ -224,7 +242,7 @@ def _finish(
         batch_size=X.shape[0],
         **fields,
     )
-    out = X.reshape(*batch_shape, n, n).to(device=A.device, dtype=A.dtype)
+    out = symmetric_from_upper(X.reshape(*batch_shape, n, n).to(device=A.device, dtype=A.dtype))
     return out, diag
 
 

@@ -3,7 +3,8 @@
 Both are Gaussian mechanisms on unit embeddings (PAPERS.md §3.2):
 
 * :func:`release_scores` — ŝ = clip_[−1,1](E q + w), w ~ N(0, σ² I).  Replacing one
-  gallery record changes one coordinate by |(e_i − e'_i)ᵀ q| ≤ 2, so Δ = 2.
+  gallery record changes one coordinate by |(e_i − e'_i)ᵀ q| ≤ 2, so Δ = 2; a smaller Δ is
+  enforced by clamping the clean scores into [1 − Δ, 1] first.
 * :func:`release_gram` — Ŝ = Π(E Eᵀ + ½(W + Wᵀ)), W_ij ~ N(0, σ²) i.i.d., with the Frobenius
   sensitivity Δ = 2√(2(n−1)) under record-level replacement, or an analyst-chosen radius
   Δ_G under Gram/output-space adjacency, followed by a projection Π onto the correlation
@@ -51,6 +52,7 @@ from .projection import (
     clip_to_correlation,
     correlation_residuals,
     nearest_correlation,
+    symmetric_from_upper,
 )
 
 __all__ = [
@@ -92,7 +94,8 @@ class ScoreRelease:
 
     Attributes:
         scores: the released scores clip(E q + w) in [−1, 1], shape ``(n,)`` or ``(m, n)``.
-        unclipped: E q + w before clipping (the Gaussian mechanism's own output; clipping is
+        unclipped: clamp(E q) + w before clipping, the clean scores clamped into
+            [max(−1, 1 − Δ), 1] (the Gaussian mechanism's own output; clipping is
             post-processing, so it carries the same guarantee).
         guarantee: the (ε, δ) that truly holds for the noise used.
         sigma: noise standard deviation per score.
@@ -226,9 +229,9 @@ def release_scores(
             the guarantee then reports the δ that truly holds) or ``"analytic"`` (minimal σ that
             meets the request).
         generator: ``torch.Generator`` on the gallery's device; ``None`` seeds from OS entropy.
-        sensitivity: Δ per query row, > 0.  2 is the bound for unit embeddings; a smaller value
-            (the paper's domain-restricted 1.5) is valid only under a public, enforced score
-            domain restriction, and the guarantee notes it.
+        sensitivity: Δ per query row, > 0.  2 is the bound for unit embeddings.  A smaller value
+            (the paper's domain-restricted 1.5) is enforced: the clean scores are clamped into the
+            domain [1 − Δ, 1] that Δ implies before the noise is added, and the guarantee says so.
         accounting: for ``m > 1`` queries, ``"joint"`` calibrates σ so that the whole (m, n)
             release meets the request (Gaussian composition: sensitivity Δ√m), ``"per_query"``
             calibrates each row on its own, as the paper does; the guarantee is then per row and
@@ -266,7 +269,11 @@ def release_scores(
     joint_sens = sens * math.sqrt(m) if accounting == "joint" else sens
     sigma = gaussian_sigma(eps, dlt, sensitivity=joint_sens, method=calibration)
     gen = _generator(generator, gallery.device)
-    s = Q @ E.T
+    # The domain that Δ implies, enforced: a cosine lies in [-1, 1]; a Δ < 2 bounds the change of a
+    # score only if every score lies in [1 − Δ, 1], so the clean scores are clamped there before the
+    # noise (a public, data-independent map; scores below 1 − Δ are released as if they were 1 − Δ).
+    lower = max(-1.0, 1.0 - sens)
+    s = (Q @ E.T).clamp(lower, 1.0)
     noise = sample_gaussian((m, n), sigma=sigma, generator=gen, device=gallery.device, dtype=torch.float64)
     unclipped = s + noise
     released = unclipped.clamp(-1.0, 1.0)
@@ -284,8 +291,8 @@ def release_scores(
         notes.append(f"one guarantee for all {m} query rows together (sensitivity Δ√m = {joint_sens:.4g})")
     if sens < QUERY_SENSITIVITY:
         notes.append(
-            f"Δ={sens:g} < 2 holds only if every admissible score is >= {1 - sens:g}, a public and enforced "
-            "domain restriction (ScoreShield's domain-restricted sensitivity); without it the guarantee is weaker"
+            f"Δ={sens:g} < 2 (ScoreShield's domain-restricted sensitivity): the clean scores were clamped into "
+            f"[{lower:g}, 1] before the noise, so a score below {lower:g} is released as if it were {lower:g}"
         )
     guarantee = _gaussian_guarantee(
         epsilon=eps,
@@ -296,8 +303,8 @@ def release_scores(
         neighbouring=neighbouring,
         protects=SCORE_PROTECTS,
         mechanism=(
-            f"Gaussian mechanism on cosine scores (σ={sigma:.4g}, Δ={sens:g} per query, {calibration} "
-            "calibration), then clipping to [-1, 1]"
+            f"clean cosine scores clamped into [{lower:g}, 1], Gaussian mechanism (σ={sigma:.4g}, Δ={sens:g} "
+            f"per query, {calibration} calibration), then clipping to [-1, 1]"
         ),
         extra_notes=tuple(notes),
     )
@@ -420,9 +427,13 @@ def release_gram(
 
     sigma = gaussian_sigma(eps, dlt, sensitivity=sens, method=calibration)
     gen = _generator(generator, embeddings.device)
-    S = E @ E.transpose(-1, -2)
+    # Symmetric by construction: the Gram is built from its upper triangle (with the exact unit
+    # diagonal of unit rows), the noise likewise, so no entry of the release is computed twice
+    # by paths that could round differently (a noise-free asymmetry would leak the rows).
+    S = symmetric_from_upper(E @ E.transpose(-1, -2))
+    S.diagonal(dim1=-2, dim2=-1).fill_(1.0)
     W = sample_gaussian((B, n, n), sigma=sigma, generator=gen, device=embeddings.device, dtype=torch.float64)
-    noisy = S + 0.5 * (W + W.transpose(-1, -2))
+    noisy = symmetric_from_upper(S + 0.5 * (W + W.transpose(-1, -2)))
 
     if projection == "none":
         X = noisy
