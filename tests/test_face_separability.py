@@ -11,14 +11,11 @@ import torch
 
 from privkit.data import load_faces
 from privkit.encoders import load_encoder
-from privkit.scoreshield import auc
+from privkit.encoders.quality import pair_auc
 
 
 def _pair_auc(emb: torch.Tensor, ident: torch.Tensor) -> float:
-    i, j = torch.triu_indices(len(ident), len(ident), offset=1)
-    s = (emb[i] * emb[j]).sum(1).double()
-    same = ident[i] == ident[j]
-    return auc(s[same], s[~same])
+    return pair_auc(emb, ident)
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -33,6 +32,7 @@ from typing import Any
 
 import torch
 
+from .._files import atomic_write
 from .._validate import check_int
 from ..device import resolve_device
 from ..errors import InvalidArgumentError
@@ -185,20 +185,7 @@ def _ensure_dir(root: Path) -> None:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, _FILE_MODE)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    atomic_write(path, data, mode=_FILE_MODE)
 
 
 def _read_entry(tensor_path: Path, meta_path: Path, fields: Mapping[str, Any]) -> tuple[torch.Tensor | None, str | None]:

@@ -261,17 +261,9 @@ def _read_photo(path: Path) -> np.ndarray:
 # Detection and landmarks
 # ---------------------------------------------------------------------------------------------------------------
 def _model_file(name: str) -> Path:
-    from ..encoders.dlib_fr import face_recognition_models_dir
+    from ..encoders.dlib_fr import dlib_model_file
 
-    folder = face_recognition_models_dir()
-    if folder is None or not (folder / name).is_file():
-        raise MissingResourceError(
-            f"dlib model file {name}",
-            expected_at=str((folder or Path("<site-packages>/face_recognition_models/models")) / name),
-            how_to_get="Install it with `pip install face-recognition-models==0.3.0 dlib-bin` "
-            "(the package ships dlib's CC0 model files).",
-        )
-    return folder / name
+    return dlib_model_file(name)
 
 
 class _Landmarker:

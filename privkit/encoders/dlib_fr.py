@@ -76,8 +76,12 @@ def face_recognition_models_dir() -> Path | None:
 
 
 def _require_model_file(key: str) -> Path:
+    return dlib_model_file(_MODEL_FILES[key])
+
+
+def dlib_model_file(filename: str) -> Path:
+    """Path of one of dlib's model files shipped by ``face-recognition-models``; a clear error when absent."""
     folder = face_recognition_models_dir()
-    filename = _MODEL_FILES[key]
     if folder is None or not (folder / filename).is_file():
         raise MissingResourceError(
             f"dlib model file {filename}",

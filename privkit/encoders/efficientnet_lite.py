@@ -48,7 +48,6 @@ encoder in eval mode and train only what follows the features, or replace the Ba
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -59,6 +58,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from .._files import file_digest
 from .._validate import check_int, check_tensor
 from ..device import resolve_device
 from ..errors import InvalidArgumentError, MissingResourceError, ShapeError
@@ -140,11 +140,7 @@ def efficientnet_lite0_weights_path() -> Path:
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return file_digest(path).hexdigest()
 
 
 def load_package_state_dict(path: str | Path | None = None, *, verify: bool = True) -> OrderedDict[str, torch.Tensor]:

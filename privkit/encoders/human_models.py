@@ -28,7 +28,6 @@ import argparse
 import base64
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -37,6 +36,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from .._files import atomic_write, file_digest
 from .._validate import check_choice
 from ..errors import InvalidArgumentError, MissingResourceError, PrivkitError
 
@@ -146,37 +146,16 @@ def find_model(name: str) -> Path:
 # ----------------------------------------------------------------------------------------------------------------
 def tarball_integrity(path: str | Path) -> str:
     """npm's integrity string (``sha512-<base64>``) of a file."""
-    digest = hashlib.sha512()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return "sha512-" + base64.b64encode(digest.digest()).decode("ascii")
+    return "sha512-" + base64.b64encode(file_digest(Path(path), "sha512").digest()).decode("ascii")
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+    return file_digest(path).hexdigest()
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)  # public model files; mkstemp would leave them owner-only
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    atomic_write(path, data, mode=0o644)  # public model files
 
 
 def is_complete(dest: str | Path) -> bool:

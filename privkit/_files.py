@@ -1,0 +1,41 @@
+"""File helpers shared by the caches and the model fetchers: atomic writes and file digests."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+__all__ = ["atomic_write", "file_digest"]
+
+
+def atomic_write(path: Path, data: bytes, *, mode: int) -> None:
+    """Write ``data`` to ``path`` atomically (temporary file in the same folder, fsync, rename) with ``mode``.
+
+    A reader never sees a half-written file, and a failed write leaves no temporary file behind. ``mode`` is set
+    explicitly because ``mkstemp`` creates owner-only files (cache files stay 0o600; public model files 0o644).
+    """
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def file_digest(path: Path, algorithm: str = "sha256") -> "hashlib._Hash":
+    """The ``hashlib`` digest object of a file's bytes, read in 1 MiB chunks (``.hexdigest()``, ``.digest()``)."""
+    digest = hashlib.new(algorithm)
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest
