@@ -150,3 +150,19 @@ def test_encoder_table_auc():
     # the verdict in the text
     assert t[("faceres", "portraits-views")] < t[("dlib-resnet-fr", "portraits-views")]
     assert t[("faceres", "portraits-views")] > t[("mobileface", "portraits-views")]
+
+
+def test_isp_principal_angles():
+    t = csv("isp/table6_subspaces")
+    t["name"] = t.encoder.str.split(" [", regex=False).str[0]
+
+    def span(names) -> tuple[float, float]:
+        rows = t[t.name.isin(names)].mean_cos
+        return rows.min(), rows.max()
+
+    leak = span(["dlib-resnet-fr", "age-gender", "mtcnn-onet", "pixels", "ssl-small"])
+    ssl, dlib, hashes = span(["ssl-small"]), span(["dlib-resnet-fr"]), span(["pdq", "phash"])
+    in_readme(f"mean cosines {leak[0]:.2f}–{leak[1]:.2f} for the encoders that leak — ssl-small "
+              f"{ssl[0]:.2f}–{ssl[1]:.2f}, dlib {dlib[0]:.2f}–{dlib[1]:.2f} — and ≈ chance, "
+              f"{hashes[0]:.2f}–{hashes[1]:.2f}, for pdq/phash")
+    assert hashes[1] < t[t.name.isin(["pdq", "phash"])].chance_mean_cos.max() + 0.05  # "≈ chance"
