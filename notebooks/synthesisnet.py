@@ -28,26 +28,30 @@
 #
 # What it regenerates:
 # 1. samples: original / reconstruction / published at several ε / the classical baselines (blur, pixelate, mask);
-# 2. identity distance and re-identification vs ε (the paper's Fig. 3) under two judges, baselines as references;
-# 3. IS/FID per method (the paper's Table 2) with offline feature extractors;
-# 4. attribute preservation vs ε; 5. ablations (no DP noise, no auxiliary classifier, noise on the whole latent);
-# 6. what ε means here: the distribution of ε·d(z, z′) over pairs of identities; 7. every privacy guarantee.
+# 2. identity distance and re-identification (rank-1 and TAR@FAR) vs ε (the paper's Fig. 3) under two real face
+#    recognisers (faceres, dlib) and the model's own identity encoder, baselines as references;
+# 3. FID and an IS analogue per method (the paper's Table 2) in efficientnet-lite0 feature space;
+# 4. attribute preservation vs ε (faceres's gender and age heads; a probe of the embedded attributes);
+# 5. ablations (no DP noise, no auxiliary classifier, and the published-noise-only baseline: metric-DP noise on the
+#    whole latent); 6. what ε means here: the distribution of ε·d(z, z′) over pairs of identities; 7. every
+#    privacy guarantee.
 #
-# **Data at the default scale.** `lfw-subset-views`: seeded synthetic views (lighting, occlusion, blur, pose,
-# flips, backgrounds) of the 100 real LFW face crops bundled with scikit-image, each crop one identity; 70
-# identities train the networks, the other 30 (never seen in training) are published. The views put a small face
-# anywhere on a photo background; the paper works on *aligned* face crops (CelebA "aligned & cropped", where the
-# face fills the frame), so privkit renders the views at 128 px and cuts an aligned crop from each: a square
-# around the face box with a 10 % margin, resized to 64×64 (`privkit.synthesisnet.aligned_faces`) — this
-# mirrors CelebA's aligned crops [I]. The source photos are 25×25 pixels, so the crops are upsampled and soft.
-# All attribute labels are kept; "background" now means the few background pixels at the crop's corners. A
-# narrow network and a short schedule keep the whole notebook to minutes on a CPU; the paper used 128×128 MUCT,
-# MORPH and CelebA (the paper scale reads CelebA's aligned crops from `data_root` and uses them as they are).
-# Smoke scale: 32×32, one epoch — a plumbing test whose numbers mean nothing.
+# **Data at the default scale.** `portraits-views`: 609 real frontal portraits (one photograph per person), each
+# one identity, shown in seeded synthetic views (lighting, occlusion, blur, pose, flips, real-photo backgrounds)
+# with exact face masks. 100 identities train the networks; 60 others (never seen in training) are published.
+# **The views of an identity are transforms of one photograph**, so re-identification among the published
+# identities is easier than with independent photos of a person (it measures what survives of *that* photo).
+# privkit renders the views at 128 px and cuts an aligned crop from each (a square around the face box with a 10 %
+# margin, resized to 64×64, `privkit.synthesisnet.aligned_faces`), mirroring CelebA's aligned crops [I]. 128-px
+# crops were not measured (see the README). Smoke scale: 32×32, one epoch — a plumbing test whose numbers mean
+# nothing.
 #
-# **Judges.** dlib's real ResNet face recogniser (the attacker with a face recogniser) and the model's own
-# identity encoder (an attacker who knows the published model). FID and IS use offline extractors (ssl-small
-# features; an attribute probe's softmax) because Inception weights cannot be downloaded here.
+# **Judges.** Two real face recognisers, the attacker with a face recogniser: `faceres` (HSE's 1024-D MobileNet
+# recogniser, the closest offline stand-in for the paper's Inception-ResNet judge) and dlib's ResNet; and the
+# model's own identity encoder (an attacker who knows the published model). faceres's gender and age heads and
+# a probe of the set's embedded attributes judge attribute preservation. FID and the IS analogue use
+# efficientnet-lite0 (ImageNet) features and class probabilities, because Inception weights cannot be
+# downloaded here.
 
 # %% tags=["parameters"]
 scale = "default"
@@ -68,6 +72,8 @@ import privkit
 from privkit.data import load_faces, paper_loaders
 from privkit.data.cache import cached_embeddings
 from privkit.encoders import load_encoder
+from privkit.encoders.efficientnet_lite import load_efficientnet_lite0
+from privkit.encoders.human_faces import load_faceres_attributes
 from privkit.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
 from privkit.synthesisnet import (
     BASELINES,
@@ -83,6 +89,8 @@ from privkit.synthesisnet import (
     load_inception,
 )
 from privkit.synthesisnet import experiments as X
+
+WHOLE = "published noise only (whole latent)"  # the baseline: metric-DP noise on z_id and z_att together
 
 cfg = privkit.config.load("synthesisnet", scale)
 dev = privkit.resolve_device(device)
@@ -109,6 +117,8 @@ with timer("data"):
     else:
         faces = load_faces(cfg.face_set, n_identities=cfg.n_train_identities + cfg.n_test_identities,
                            images_per_identity=cfg.images_per_identity, size=cfg.render_size, seed=seed)
+        if cfg.face_set == "portraits-views":
+            print("portraits-views: every identity is ONE real photograph; its views are synthetic transforms of it")
     if cfg.align_margin is not None:
         fcr_before = float(faces.face_coverage_ratio().mean())
         faces = aligned_faces(faces, size=cfg.image_size, margin=cfg.align_margin)
@@ -132,9 +142,9 @@ with timer("data"):
 # overlap printed a strong checkerboard on every generated face in privkit's earlier runs (the transposed
 # version stays available as `upsample="transpose"`); the reconstruction terms of both phases are L1 plus a
 # perceptual term on the frozen convolution blocks of MTCNN's ONet (a face detector never trained on identities;
-# not ssl-small, which the FID stand-in uses, and not dlib, which judges identity). Half of the GAN's training
-# samples get an identity latent privatised as at publishing time (ε log-uniform in 0.01 … 1, `noise_prob`) and
-# no reconstruction term [I]: at small ε the noisy latent is a nearly random point of the sphere, and a generator
+# not efficientnet-lite0, which the FID analogue uses, and not faceres or dlib, which judge identity). Half of the
+# GAN's training samples get an identity latent privatised as at publishing time (ε log-uniform in 0.01 … 1,
+# `noise_prob`) and no reconstruction term [I]: at small ε the noisy latent is a nearly random point of the sphere, and a generator
 # that only ever saw encoder outputs rendered it as colour noise that kept no attribute; trained this way, the
 # adversarial and auxiliary-classifier terms teach it to render a plausible face with the attributes of `z_att`.
 
@@ -150,6 +160,7 @@ with timer("training"):
         progress=progress, autoencoder_from=net)
     net_none = X.with_noise(net, "none")
     net_whole = X.with_noise(net, "whole")
+    torch.set_num_threads(2)  # evaluation: the recognisers' larger convolutions use both cores
     print(net)
     for name, m in (("method", net), ("no auxiliary classifier", net_noaux)):
         ae, gan, tp = m.history["ae"][-1], m.history["gan"][-1], m.history["throughput"]
@@ -167,7 +178,11 @@ with timer("training"):
 # identities and sat at chance within a few epochs in privkit's runs, yet a nearest-neighbour attacker still found
 # identity of unseen faces in a 64-d z_att (rank-1 0.12, chance 0.03). Its size `att_dim` is the bottleneck that
 # decides this: the default scale uses 8 (its attributes are a few discrete labels), where z_att is at chance
-# level [I] (the measurements behind the choice are in `privkit/synthesisnet/presets.py`).
+# level on `lfw-subset-views` [I] (the measurements behind the choice are in `privkit/synthesisnet/presets.py`).
+# On `portraits-views` the table below measures it again; what an attacker holding the model reads through z_att
+# in the releases is measured at the smallest ε in the closing checks. **z_att is not bounded** (no noise, no
+# guarantee): this is reported as a limitation with the measurement, and the published-noise-only baseline shows
+# what covering it costs.
 
 # %%
 with timer("latent leakage"):
@@ -189,9 +204,11 @@ with timer("releases"):
     x_test = test.images.to(dev)
     releases: dict[tuple[str, float], torch.Tensor] = {}
     guarantees = []
-    models = {"SynthesisNet": net, "no auxiliary classifier": net_noaux, "noise on whole latent": net_whole}
+    models = {"SynthesisNet": net, "no auxiliary classifier": net_noaux, WHOLE: net_whole}
     for mi, (method, model) in enumerate(models.items()):
         for ei, eps in enumerate(cfg.epsilons):
+            if method == "no auxiliary classifier" and eps != cfg.ablation_epsilon and scale != "paper":
+                continue  # privkit: only its ablation ε is judged [I]
             g = torch.Generator().manual_seed(seed * 1000 + 100 * mi + ei)
             releases[(method, eps)], gu = model.publish(x_test, epsilon=eps, generator=g)
             guarantees.append({"method": method, "epsilon": eps, "guarantee": gu})
@@ -245,145 +262,184 @@ with timer("fig1"):
 
 # %% [markdown]
 # ## Identity distance and re-identification vs ε (paper Fig. 3)
-# Identity distance = 1 − cos between the judge's embeddings of the original and of its published version
-# (higher = more private; CI: identity-cluster bootstrap; dlib descriptors centred on training identities [I]).
-# Re-identification [I, privkit's addition]: rank-1 of each published face against the gallery of all
-# originals (the attacker holds the source photos), with its Wilson interval and the chance rate; TAR at the
-# smallest FAR the impostor pairs resolve (≥ the preset's).
-# The model's own identity encoder judges every release; dlib (~10 images/s on this CPU) judges
-# `dlib_images_per_identity` faces per identity, at `dlib_epsilons` and the ablation ε.
+# Identity distance = 1 − cos between a judge's embeddings of the original and of its published version (higher =
+# more private; CI: identity-cluster bootstrap). The real recognisers' descriptors are centred on the mean of
+# training identities (disjoint from the published ones, hence public) [I]. Re-identification [I, privkit's
+# addition]: rank-1 of each published face against the gallery of the originals of **all published identities**
+# (the attacker holds the source photos; chance = 1 / number of identities), with its Wilson interval; TAR at the
+# smallest FAR the impostor pairs resolve (≥ the preset's), threshold set on published-vs-other-original pairs,
+# with its Wilson interval. faceres (~10 images/s on a shared 2-core CPU) and dlib (~16/s) judge
+# `judge_images_per_identity` faces per identity, at `judge_epsilons`, the baseline's `baseline_epsilons` and the
+# ablation ε; the model's own identity encoder judges every release. The same faceres pass gives its gender and
+# age predictions (the attribute judge below).
 
 # %%
 with timer("judges"):
-    fr = load_encoder("dlib-resnet-fr", device="cpu")
+    fa = load_faceres_attributes(device="cpu")
+    dl = load_encoder("dlib-resnet-fr", device="cpu")
     own = lambda imgs: net.encode(imgs.to(dev))[0].cpu()  # noqa: E731  (the method's identity encoder)
-    dmask = X.first_per_identity(test, cfg.dlib_images_per_identity)
-    d_ids, d_box = test.identity[dmask].cpu(), test.box[dmask].cpu()
-    # dlib's descriptor space is not centred (different faces have cosine ~0.9); centre it with the mean
-    # descriptor of training identities (disjoint from the published ones, hence public) [I], as in ScoreShield.
+    pack = lambda o: torch.cat([o["embedding"], o["male_probability"][:, None], o["age"][:, None]], 1)  # noqa: E731
+    unpack = lambda t: {"embedding": t[:, :-2], "male_probability": t[:, -2], "age": t[:, -1]}  # noqa: E731
+    jmask = X.first_per_identity(test, cfg.judge_images_per_identity)
+    j_ids, j_box = test.identity[jmask].cpu(), test.box[jmask].cpu()
     cmask = X.first_per_identity(train, 1) & torch.isin(
-        train.identity.cpu(), torch.unique(train.identity.cpu())[: cfg.dlib_centre_identities])
-    centre = cached_embeddings(lambda: fr.embed(train.images[cmask].cpu(), boxes=train.box[cmask].cpu()),
-                               encoder=fr.name, dataset=faces.name, split="synthesisnet-train-centre", seed=seed,
-                               extra={"scale": scale, "n": int(cmask.sum()), "size": cfg.image_size}).double().mean(0)
-    dlib_embed = lambda imgs: fr.embed(imgs, boxes=d_box).double() - centre  # noqa: E731
-    e_orig = {"model identity encoder": embed_images(test.images, own),
-              "dlib": cached_embeddings(lambda: fr.embed(test.images[dmask].cpu(), boxes=d_box), encoder=fr.name,
-                                        dataset=faces.name, split="synthesisnet-test", seed=seed,
-                                        extra={"scale": scale, "n": int(dmask.sum()), "size": cfg.image_size}
-                                        ).double() - centre}
-    dlib_keys = [("SynthesisNet", e) for e in cfg.dlib_epsilons if e in cfg.epsilons]
-    dlib_keys += [k for k in releases if k[1] == math.inf]
-    if scale != "smoke":
-        dlib_keys += [(m, cfg.ablation_epsilon) for m in ("no auxiliary classifier", "noise on whole latent")]
-    judged = []
+        train.identity.cpu(), torch.unique(train.identity.cpu())[: cfg.judge_centre_identities])
+    key_c = {"dataset": faces.name, "seed": seed, "extra": {"scale": scale, "n": int(cmask.sum()),
+                                                             "size": cfg.image_size}}
+    key_t = {"dataset": faces.name, "seed": seed, "extra": {"scale": scale, "n": int(jmask.sum()),
+                                                             "size": cfg.image_size}}
+    c_imgs, c_box = train.images[cmask].cpu(), train.box[cmask].cpu()
+    centre = {"faceres": cached_embeddings(lambda: X.faceres_outputs(fa, c_imgs, c_box)["embedding"],
+                                           encoder="faceres", split="synthesisnet-train-centre", **key_c
+                                           ).double().mean(0),
+              "dlib": cached_embeddings(lambda: dl.embed(c_imgs, boxes=c_box), encoder=dl.name,
+                                        split="synthesisnet-train-centre", **key_c).double().mean(0)}
+    fr_orig = unpack(cached_embeddings(lambda: pack(X.faceres_outputs(fa, test.images[jmask].cpu(), j_box)),
+                                       encoder="faceres+heads", split="synthesisnet-test", **key_t).double())
+    e_orig = {"faceres": fr_orig["embedding"] - centre["faceres"],
+              "dlib": cached_embeddings(lambda: dl.embed(test.images[jmask].cpu(), boxes=j_box), encoder=dl.name,
+                                        split="synthesisnet-test", **key_t).double() - centre["dlib"],
+              "model identity encoder": embed_images(test.images, own)}
+    judge_keys = [("SynthesisNet", e) for e in cfg.judge_epsilons if e in cfg.epsilons]
+    judge_keys += [k for k in releases if k[1] == math.inf]
+    judge_keys += [(WHOLE, e) for e in cfg.baseline_epsilons if e in cfg.epsilons]
+    judge_keys += [("no auxiliary classifier", cfg.ablation_epsilon)]
+    judged, gender_age, e_pub_of = [], [], {}
     for key, imgs in releases.items():
         method, eps = key
-        e_pub = embed_images(imgs, own)
+        e_pub_of[("model identity encoder", *key)] = embed_images(imgs, own)
         judged.append({"method": method, "epsilon": eps, "judge": "model identity encoder",
-                       **X.judge_release(e_orig["model identity encoder"], e_pub, test.identity.cpu(), far=cfg.far,
-                                         n_bootstrap=cfg.n_bootstrap, seed=seed)})
-        if key in dlib_keys:
-            e_pub = dlib_embed(imgs[dmask])
-            judged.append({"method": method, "epsilon": eps, "judge": "dlib",
-                           **X.judge_release(e_orig["dlib"], e_pub, d_ids, far=cfg.far, n_bootstrap=cfg.n_bootstrap,
+                       **X.judge_release(e_orig["model identity encoder"], e_pub_of[("model identity encoder", *key)],
+                                         test.identity.cpu(), far=cfg.far, n_bootstrap=cfg.n_bootstrap, seed=seed)})
+        if key not in judge_keys:
+            continue
+        o = X.faceres_outputs(fa, imgs[jmask], j_box)
+        e_pub = {"faceres": o["embedding"] - centre["faceres"],
+                 "dlib": dl.embed(imgs[jmask], boxes=j_box).double() - centre["dlib"]}
+        for judge, ep in e_pub.items():
+            e_pub_of[(judge, *key)] = ep
+            judged.append({"method": method, "epsilon": eps, "judge": judge,
+                           **X.judge_release(e_orig[judge], ep, j_ids, far=cfg.far, n_bootstrap=cfg.n_bootstrap,
                                              seed=seed)})
-        # the originals themselves (distance 0, the identification ceiling)
-    for judge, eo in e_orig.items():
-        ids = test.identity.cpu() if judge == "model identity encoder" else d_ids
+        gender_age.append({"method": method, "epsilon": eps,
+                           **X.gender_age_agreement(fr_orig, o, n_bootstrap=cfg.n_bootstrap, seed=seed)})
+    for judge, eo in e_orig.items():  # the originals themselves (distance 0, the identification ceiling)
+        ids = test.identity.cpu() if judge == "model identity encoder" else j_ids
         judged.append({"method": "original", "epsilon": math.inf, "judge": judge,
                        **X.judge_release(eo, eo, ids, far=cfg.far, n_bootstrap=0, seed=seed)})
     judged = pd.DataFrame(judged)
-    print(f"dlib judges {int(dmask.sum())} faces per release, centred with {int(cmask.sum())} training identities; "
-          f"failures to enrol: {fr.failures_to_enrol} (faces given by their boxes)")
+    gender_age = pd.DataFrame(gender_age)
+    print(f"faceres and dlib judge {int(jmask.sum())} faces of {int(j_ids.unique().numel())} identities per release "
+          f"(gallery: their originals; chance rank-1 {1 / j_ids.unique().numel():.4f}), centred with "
+          f"{int(cmask.sum())} training identities; dlib failures to enrol: {dl.failures_to_enrol} (faces given by "
+          f"their boxes)")
 
 # %%
 with timer("fig3"):
-    judges = ["dlib", "model identity encoder"]
+    judges = ["faceres", "dlib", "model identity encoder"]
     metrics = [("identity_distance", "distance_low", "distance_high", "identity distance (1 − cos)"),
-               ("rank1", "rank1_low", "rank1_high", "rank-1 re-identification")]
+               ("rank1", "rank1_low", "rank1_high", "rank-1 re-identification"),
+               ("tar", "tar_low", "tar_high", "TAR at FAR")]
     refs = {"blur": "tab:orange", "pixelate": "tab:green", "mask": "tab:red", "reconstruction (decoder)": "tab:gray",
             "no DP noise": "tab:purple"}
-    fig, axes = plt.subplots(2, 2, figsize=(8.5, 5.6), sharex=True)
+    fig, axes = plt.subplots(3, 3, figsize=(11, 7.5), sharex=True)
     for c, judge in enumerate(judges):
         jd = judged[judged.judge == judge]
-        sw = jd[jd.method == "SynthesisNet"].sort_values("epsilon")
         for r, (col, lo, hi, label) in enumerate(metrics):
             ax = axes[r, c]
-            ax.errorbar(sw.epsilon, sw[col], yerr=[sw[col] - sw[lo], sw[hi] - sw[col]], marker="o", capsize=2,
-                        color="tab:blue", label="SynthesisNet (identity noise)")
+            for m, colr, lab in (("SynthesisNet", "tab:blue", "SynthesisNet (identity noise)"),
+                                 (WHOLE, "tab:brown", WHOLE)):
+                sw = jd[(jd.method == m) & np.isfinite(jd.epsilon)].sort_values("epsilon")
+                if len(sw):
+                    ax.errorbar(sw.epsilon, sw[col], yerr=[sw[col] - sw[lo], sw[hi] - sw[col]], marker="o",
+                                capsize=2, color=colr, label=lab)
             for m, colr in refs.items():
                 v = jd[jd.method == m][col]
                 if len(v):
                     ax.axhline(float(v.iloc[0]), color=colr, ls="--", lw=0.9, label=m)
             if col == "rank1":
-                ax.plot(sw.epsilon, sw.rank1_chance, "k:", lw=0.9, label="chance")
+                ax.axhline(float(jd.rank1_chance.iloc[0]), color="k", ls=":", lw=0.9, label="chance")
             ax.set(xscale="log", ylabel=label if c == 0 else None, title=judge if r == 0 else None,
-                   xlabel="ε (per unit of latent distance)" if r == 1 else None)
-    axes[0, 1].legend(fontsize=6, loc="best")
+                   xlabel="ε (per unit of latent distance)" if r == 2 else None)
+    axes[0, 2].legend(fontsize=6, loc="best")
     save_figure(fig, out_dir, "fig3_identity_vs_epsilon", judged)
     plt.show()
     plt.close(fig)
     cols = ["judge", "method", "epsilon", "identity_distance", "distance_low", "distance_high",
-            "other_identity_distance", "rank1", "rank1_low",
-            "rank1_high", "rank1_chance", "tar", "far", "n_probes"]
+            "other_identity_distance", "rank1", "rank1_low", "rank1_high", "rank1_chance", "tar", "tar_low",
+            "tar_high", "far", "n_probes"]
     print("Reproduces the paper's Fig. 3 (its values could not be obtained; no paper numbers to print).")
     print(judged[cols].sort_values(["judge", "method", "epsilon"]).to_string(index=False))
 
 # %% [markdown]
-# ## IS / FID per method (paper Table 2 — its values could not be obtained)
-# **FID computed on ssl-small features, not Inception — Inception weights cannot be downloaded here.** The
-# reference set is the real *training* faces; the "original" row (the real faces to publish) is the floor of
-# this FID at this sample size (FID is biased upwards at small n: compare rows with each other, never with
-# published FIDs). The "IS" stand-in uses the softmax of a logistic-regression probe on downsampled pixels
-# (privkit's `pixels` encoder) trained on real training faces to predict the `is_attribute` labels (not
-# Inception's ImageNet classes). At the paper scale both use Inception-v3 weights supplied in `data_root`.
+# ## FID / IS analogue per method (paper Table 2 — its values could not be obtained)
+# **Feature space: efficientnet-lite0 (ImageNet-1k), not Inception-v3** — Inception weights cannot be downloaded
+# here. FID uses the un-normalised 1280-D global-average-pooled features (the analogue of Inception's pool3); the
+# IS analogue uses the network's 1000-class ImageNet softmax; both in float64, with percentile-bootstrap
+# intervals (images resampled). The faces are resized to `fid_input_size` px (not the network's 224) to fit the
+# CPU budget. The reference set is real *training* faces; the "original" row (real faces to publish) is the
+# floor of this FID at this sample size (FID is biased upwards at small n — a few hundred images in a 1280-D space:
+# compare rows with each other, never with published FIDs). The FID interval is the 95 % percentile interval of
+# the bootstrap replicates: resampling with replacement duplicates images, which itself raises FID at these
+# sizes, so the interval sits above the point estimate — read it as the spread of FID under resampling, for
+# comparing rows, not as an interval around the point estimate.
 
 # %%
 with timer("table2"):
-    ssl = load_encoder("ssl-small", device="cpu")
-    pix = load_encoder("pixels", device="cpu")
-    # privkit's trials: ssl-small features do not predict these attributes above the majority rate; raw
-    # downsampled pixels read at least the background (and weakly the lighting) [I].
-    probe = X.AttributeProbe(lambda imgs: pix.embed(imgs.cpu()), c=1.0).fit(train.images.cpu(), train.attributes,
-                                                                           names=attr_names)
+    fmask = X.first_per_identity(test, cfg.fid_images_per_identity)
+    rmask = X.first_per_identity(train, cfg.fid_images_per_identity)
     if scale == "paper":
         inception = load_inception(data_root=data_root, device=dev)
-        fid_extractor, is_probs = inception, lambda imgs: inception.probs(imgs.to(dev)).cpu()
+        feats = lambda imgs: (features_for_fid(imgs, inception), inception.probs(imgs.to(dev)).cpu())  # noqa: E731
         extractor_name = "Inception-v3 (pool3 / softmax)"
     else:
-        fid_extractor, is_probs = ssl, lambda imgs: probe.probs(imgs, cfg.is_attribute)
-        extractor_name = f"FID: ssl-small features; IS: pixel-probe softmax over '{cfg.is_attribute}'"
-    f_ref = features_for_fid(train.images.cpu(), fid_extractor)
+        effnet = load_efficientnet_lite0(device="cpu")
+        feats = lambda imgs: X.efficientnet_outputs(effnet, imgs, size=cfg.fid_input_size)  # noqa: E731
+        extractor_name = (f"efficientnet-lite0 (ImageNet): un-normalised 1280-D pooled features (FID), 1000-class "
+                          f"softmax (IS analogue), {cfg.fid_input_size}-px input, float64")
+    f_ref = feats(train.images[rmask].cpu())[0]
     table2_keys = [("original", math.inf)] + [k for k in releases if k[0] == "SynthesisNet"]
     table2_keys += [k for k in releases if k[1] == math.inf]
-    table2_keys += [(m, cfg.ablation_epsilon) for m in ("no auxiliary classifier", "noise on whole latent")]
-    qual = []
+    table2_keys += [(WHOLE, e) for e in cfg.baseline_epsilons if e in cfg.epsilons]
+    table2_keys += [("no auxiliary classifier", cfg.ablation_epsilon)]
+    qual, fid_of = [], {}
     for method, eps in table2_keys:
-        imgs = test.images.cpu() if method == "original" else releases[(method, eps)]
-        fr_ = fid(f_ref, features_for_fid(imgs, fid_extractor), n_bootstrap=cfg.fid_bootstrap, seed=seed)
-        is_ = inception_score(is_probs(imgs), splits=min(cfg.is_splits, len(imgs)))
+        imgs = (test.images.cpu() if method == "original" else releases[(method, eps)])[fmask]
+        f_, p_ = feats(imgs)
+        fr_ = fid(f_ref, f_, n_bootstrap=cfg.fid_bootstrap, seed=seed)
+        is_ = inception_score(p_, splits=min(cfg.is_splits, len(p_)), n_bootstrap=cfg.fid_bootstrap, seed=seed)
+        fid_of[(method, eps)] = fr_.value
         qual.append({"method": method, "epsilon": eps, "FID": fr_.value, "FID_low": fr_.ci_low,
-                     "FID_high": fr_.ci_high, "IS": is_.mean, "IS_std": is_.std, "extractor": extractor_name})
+                     "FID_high": fr_.ci_high, "IS": is_.mean, "IS_low": is_.ci_low, "IS_high": is_.ci_high,
+                     "IS_std_splits": is_.std, "n_fake": fr_.n_fake, "n_real": fr_.n_real,
+                     "extractor": extractor_name})
     table2 = pd.DataFrame(qual)
     save_table(table2, out_dir, "table2_is_fid",
-               caption="IS/FID stand-ins per method (FID on ssl-small features, not Inception; paper values unknown)")
+               caption="FID and IS analogue per method in efficientnet-lite0 feature space (not Inception), "
+                       "95% percentile intervals of bootstrap replicates (FID's lie above the estimate: "
+                       "resampling raises FID) (paper Table 2; its values unknown)")
     print("Reproduces the layout of the paper's Table 2; the paper's values could not be obtained, so none are "
           "printed beside ours.")
-    print(f"FID computed on ssl-small features, not Inception — Inception weights cannot be downloaded here "
-          f"(extractor: {extractor_name}; reference: {len(train)} real training faces; {len(test)} faces per row).")
+    print(f"Feature space: {extractor_name}; reference: {len(f_ref)} real training faces; {int(fmask.sum())} faces "
+          f"per row; {cfg.fid_bootstrap} bootstrap replicates (95% percentile intervals).")
     print(table2.drop(columns="extractor").to_string(index=False))
 
 # %% [markdown]
 # ## Attribute preservation vs ε (privkit)
-# The pixel probe above (trained on real training faces, independent of SynthesisNet) classifies the published
-# faces; accuracy is measured against the *original* faces' labels. The noise touches only z_id, so attributes
-# should survive at every ε; the dashed line is the majority-class rate (what a probe learns from nothing), the
-# solid line the probe's accuracy on the real faces (its ceiling). Only attributes the probe reads on real faces
-# (significantly above the majority rate) say anything about preservation.
+# Two judges, both independent of SynthesisNet. (a) faceres's gender and age heads: does the published face keep
+# the gender (male probability > 0.5) and the age faceres predicts for its original? Gender agreement with its
+# Wilson interval and the agreement of an independent guess at the same rates (chance); mean absolute age
+# difference (years, bootstrap CI) against the same for an unrelated original. These are a network's
+# predictions, not ground truth. (b) The embedded attribute labels of the views (lighting, occlusion, blur, pose,
+# flip), read by a logistic-regression probe on downsampled pixels trained on real training faces; accuracy
+# against the original faces' labels, the dashed line the majority-class rate, the solid line the probe on the
+# real faces (its ceiling). Only attributes the probe reads on real faces say anything about preservation.
 
 # %%
 with timer("fig4"):
+    pix = load_encoder("pixels", device="cpu")
+    probe = X.AttributeProbe(lambda imgs: pix.embed(imgs.cpu()), c=1.0).fit(train.images.cpu(), train.attributes,
+                                                                           names=attr_names)
     att_rows = []
     lab = {a: test.attributes[a].cpu() for a in probe.models}
     for (method, eps) in [("original", math.inf)] + list(releases):
@@ -393,10 +449,28 @@ with timer("fig4"):
             att_rows.append({"method": method, "epsilon": eps, "attribute": a, "accuracy": res.accuracy[a],
                              "majority": res.majority[a], "n": res.n[a]})
     att = pd.DataFrame(att_rows)
-    sw = att[att.method == "SynthesisNet"]
     names = list(probe.models)
-    fig, axes = plt.subplots(1, len(names), figsize=(1.9 * len(names) + 0.5, 2.6), sharey=True, squeeze=False)
-    for ax, a in zip(axes[0], names):
+    fig, axes = plt.subplots(1, len(names) + 2, figsize=(1.9 * (len(names) + 2) + 0.5, 2.6), squeeze=False)
+    ga_sw = gender_age[gender_age.method == "SynthesisNet"].sort_values("epsilon")
+    ga_wh = gender_age[gender_age.method == WHOLE].sort_values("epsilon")
+    for ax, (col, lo, hi, ref, title) in zip(axes[0, :2], [
+            ("gender_agreement", "gender_agreement_low", "gender_agreement_high", "gender_chance",
+             "gender (faceres)"),
+            ("age_mae", "age_mae_low", "age_mae_high", "age_mae_shuffled", "age error, years (faceres)")]):
+        for d, colr, lab_ in ((ga_sw, "tab:blue", "SynthesisNet"), (ga_wh, "tab:brown", WHOLE)):
+            if len(d):
+                ax.errorbar(d.epsilon, d[col], yerr=[d[col] - d[lo], d[hi] - d[col]], marker="o", capsize=2,
+                            color=colr, label=lab_)
+        ax.plot(ga_sw.epsilon, ga_sw[ref], "k--", lw=0.8, label="chance / unrelated face")
+        for m, colr in (("no DP noise", "tab:purple"), ("blur", "tab:orange"), ("pixelate", "tab:green")):
+            v = gender_age[gender_age.method == m][col]
+            if len(v):
+                ax.axhline(float(v.iloc[0]), color=colr, ls=":", lw=0.9, label=m)
+        ax.set(xscale="log", title=title, xlabel="ε")
+    axes[0, 0].set_ylim(0, 1.02)
+    axes[0, 1].legend(fontsize=5)
+    sw = att[att.method == "SynthesisNet"]
+    for ax, a in zip(axes[0, 2:], names):
         d = sw[sw.attribute == a].sort_values("epsilon")
         ax.plot(d.epsilon, d.accuracy, "o-", label="SynthesisNet")
         ax.axhline(float(att[(att.method == "original") & (att.attribute == a)].accuracy.iloc[0]), color="k", lw=0.8,
@@ -405,43 +479,54 @@ with timer("fig4"):
         for m, colr in (("blur", "tab:orange"), ("pixelate", "tab:green")):
             ax.axhline(float(att[(att.method == m) & (att.attribute == a)].accuracy.iloc[0]), color=colr, ls=":",
                        lw=0.9, label=m)
-        ax.set(xscale="log", title=a, xlabel="ε", ylim=(0, 1.02))
-    axes[0, 0].set_ylabel("probe accuracy")
+        ax.set(xscale="log", title=f"{a} (probe)", xlabel="ε", ylim=(0, 1.02))
+    axes[0, 2].set_ylabel("probe accuracy")
     axes[0, -1].legend(fontsize=6)
-    save_figure(fig, out_dir, "fig4_attributes_vs_epsilon", att)
+    fig.tight_layout()
+    fig4_data = pd.concat([att.assign(judge="pixel probe (embedded labels)"),
+                           gender_age.assign(judge="faceres gender/age heads")], ignore_index=True)
+    save_figure(fig, out_dir, "fig4_attributes_vs_epsilon", fig4_data)
     plt.show()
     plt.close(fig)
     wide = att.pivot_table(index=["method", "epsilon"], columns="attribute", values="accuracy")
     wide["mean"] = wide.mean(axis=1)
     majority = att[att.method == "original"].set_index("attribute").majority
-    print("probe accuracy on real training faces:", {k: round(v, 3) for k, v in probe.train_accuracy.items()})
+    print("Attribute preservation (privkit; the paper's attribute figures could not be obtained).")
+    print("faceres gender/age heads, published vs original predictions:")
+    print(gender_age.to_string(index=False))
+    print("pixel probe accuracy on real training faces:", {k: round(v, 3) for k, v in probe.train_accuracy.items()})
     print("majority-class rate:", majority.round(3).to_dict(), f"mean {majority.mean():.3f}")
     print(wide.to_string())
 
 # %% [markdown]
-# ## Ablations (privkit)
-# Same ε sweep for the method, the ablation without the auxiliary classifier (a FaceDCGAN-like discriminator)
-# and the ablation with the noise on the whole latent (identity and attribute; its guarantee covers the whole
-# image but the same ε buys far more noise per coordinate), plus the release without DP noise. Judged by the
-# model's identity encoder (of the method, a fixed attacker for all rows), the attribute probe and FID.
+# ## Ablations and the published-noise-only baseline (privkit)
+# The method against the ablation without the auxiliary classifier (a FaceDCGAN-like discriminator) at the
+# ablation ε, the release without DP noise, and the **published-noise-only baseline**: the same trained weights
+# with metric-DP noise on the whole latent (z_id and z_att together, clip norm √(clip_id² + radius_att²)). Its
+# guarantee covers the whole image release, but the same ε buys noise on the attributes too — the comparison shows
+# what the identity/attribute split buys. Judged by faceres, dlib and the model's identity encoder (of the method,
+# a fixed attacker for all rows), the attribute judges and FID (NaN where a release was not measured).
 
 # %%
 with timer("table3"):
-    own_j = judged[judged.judge == "model identity encoder"].set_index(["method", "epsilon"])
-    dlib_j = judged[judged.judge == "dlib"].set_index(["method", "epsilon"])
+    by_judge = {j: judged[judged.judge == j].set_index(["method", "epsilon"]) for j in judges}
+    gai = gender_age.set_index(["method", "epsilon"])
     abl = []
-    for method in ("SynthesisNet", "no auxiliary classifier", "noise on whole latent", "no DP noise"):
+    for method in ("SynthesisNet", WHOLE, "no auxiliary classifier", "no DP noise"):
         for key in [k for k in releases if k[0] == method]:
-            fr_ = fid(f_ref, features_for_fid(releases[key], fid_extractor), n_bootstrap=0, seed=seed)
-            row = {"method": method, "epsilon": key[1],
-                   "own_identity_distance": own_j.loc[key, "identity_distance"],
-                   "own_rank1": own_j.loc[key, "rank1"],
-                   "dlib_identity_distance": dlib_j.loc[key, "identity_distance"] if key in dlib_j.index else np.nan,
-                   "dlib_rank1": dlib_j.loc[key, "rank1"] if key in dlib_j.index else np.nan,
-                   "attribute_accuracy_mean": wide.loc[key, "mean"], "FID": fr_.value}
+            row = {"method": method, "epsilon": key[1]}
+            for j, short in (("faceres", "faceres"), ("dlib", "dlib"), ("model identity encoder", "own")):
+                ok = key in by_judge[j].index
+                row[f"{short}_identity_distance"] = by_judge[j].loc[key, "identity_distance"] if ok else np.nan
+                row[f"{short}_rank1"] = by_judge[j].loc[key, "rank1"] if ok else np.nan
+            row["gender_agreement"] = gai.loc[key, "gender_agreement"] if key in gai.index else np.nan
+            row["age_mae"] = gai.loc[key, "age_mae"] if key in gai.index else np.nan
+            row["probe_attribute_accuracy_mean"] = wide.loc[key, "mean"]
+            row["FID"] = fid_of.get(key, np.nan)
             abl.append(row)
     table3 = pd.DataFrame(abl)
-    save_table(table3, out_dir, "table3_ablations", caption="SynthesisNet ablations (privkit)")
+    save_table(table3, out_dir, "table3_ablations",
+               caption="SynthesisNet ablations and the published-noise-only baseline (privkit)")
     print(table3.to_string(index=False))
 
 # %% [markdown]
@@ -475,6 +560,7 @@ with timer("fig5"):
     q = pd.DataFrame([{"pair": k, "epsilon": e, **{f"{int(100 * p)}%": float(np.interp(p, d.fraction, d.eps_d))
                                                   for p in (0.05, 0.5, 0.95)}}
                       for (k, e), d in meaning.groupby(["pair", "epsilon"], sort=True)])
+    print("privkit's figure (no counterpart in the paper's summary).")
     print(f"clip_norm = {net.config.effective_clip_norm:g}; ε·2·clip_norm between any two faces: "
           + ", ".join(f"{2 * e * net.config.effective_clip_norm:g} (ε={e:g})" for e in cfg.epsilons))
     print("ε·d quantiles:")
@@ -482,93 +568,120 @@ with timer("fig5"):
 
 # %% [markdown]
 # ## Checks of the claims at this scale
-# 1. The identity distance decreases in ε within bootstrap error, under both judges (the model's own identity
-#    encoder and dlib). 2. At the smallest ε, dlib's rank-1 re-identification (the real recogniser, the issue's
-#    attacker) lies within the 99% binomial interval of chance. The same test is run for the model's own identity
-#    encoder — an attacker who knows the published model — and **reported, not enforced**: it reads what `z_att`
-#    still carries, which is published without noise and not covered by the guarantee. The small attribute latent
-#    (8 dimensions) is what keeps that leak small: with 64 the own encoder linked 20 of 300 faces at ε = 0.01
-#    (chance 10); with 8 it sits at the edge of the chance interval (≈ 17–22 of 300 across privkit's runs; the
-#    attribute terms that keep lighting and occlusion visible also keep a little identity, e.g. each identity's
-#    skin chroma in this face set). 3. The noise-free path keeps identity for the real recogniser: for the release
-#    without DP noise and for the autoencoder's reconstruction, dlib's rank-1 Wilson interval lies above chance and
-#    the identity distance (upper CI bound) stays below the mean distance to other identities' originals —
-#    otherwise the ε sweep would measure nothing. 4. The stated attribute floor: for every attribute the probe
-#    reads on the real faces (accuracy more than two binomial standard errors above the majority rate), the
-#    method's accuracy stays above the majority rate (a constant guess) at every ε. At the smoke scale (one epoch,
-#    a dozen faces) only check 2 and the guarantee check run (checks 1, 3 and 4 are printed, not enforced).
+# Each claim is judged from the data above; an **enforced** claim that stops holding fails the notebook, a
+# **reported** one is printed with its verdict (the README states which is which).
+# 1. Every noisy release states ε·2·clip_norm, δ = 0 (all scales).
+# 2. At the smallest ε, faceres's and dlib's rank-1 re-identification lies within the 99 % binomial interval of
+#    chance (all scales).
+# 3. The identity distance falls with ε under faceres and dlib: the face-by-face drop from the smallest to the
+#    largest ε has an identity-bootstrap CI above 0 (default scale, enforced); whether the separate CIs of the
+#    ends, and the rank-1 Wilson intervals of the ends, separate is reported.
+# 4. The noise-free release and the reconstruction keep identity for the real recognisers: rank-1 Wilson interval
+#    above chance — enforced for dlib (the stronger recogniser on these synthetic views: verification AUC 0.913
+#    against faceres's 0.732 on portraits-views in privkit's encoder benchmark), reported for faceres; faceres
+#    rank-1 of the noise-free release ≥ 5× chance (the issue's target) is reported.
+# 5. The attribute latent: an attacker holding the model (its identity encoder) at the smallest ε — **reported,
+#    not enforced**: z_att is published without noise and not covered by the guarantee (a limitation).
+# 6. The attribute floor: every embedded attribute the probe reads on the real faces stays above its majority rate
+#    at every ε, and faceres's gender agreement at the smallest ε is reported against chance (default scale).
+# At the smoke scale (one epoch, a dozen faces) only checks 1 and 2 are enforced.
 
 # %%
-failures, notes = [], []
-for row in guarantees:  # every noisy release must state ε·2·clip_norm, δ = 0
+claims = []
+
+
+def claim(text, holds, enforced):
+    claims.append({"claim": text, "holds": bool(holds), "enforced": bool(enforced)})
+
+
+full = scale != "smoke"
+for row in guarantees:
     g_ = row["guarantee"]
     if row["method"] == "no DP noise":
-        if math.isfinite(g_.epsilon):
-            failures.append("the no-noise ablation must report ε = ∞")
+        claim(f"no-noise ablation reports ε = {g_.epsilon}", not math.isfinite(g_.epsilon), True)
     else:
-        clip = (net.config.whole_clip_norm if row["method"] == "noise on whole latent"
-                else net.config.effective_clip_norm)
-        if not (math.isclose(g_.epsilon, 2 * row["epsilon"] * clip) and g_.delta == 0.0):
-            failures.append(f"guarantee of {row['method']} at ε={row['epsilon']:g} is {g_.statement}")
-eps_min = min(cfg.epsilons)
-for judge in ("model identity encoder", "dlib"):
-    r = judged[(judged.judge == judge) & (judged.method == "SynthesisNet") & (judged.epsilon == eps_min)]
-    if len(r):
+        clip = net.config.whole_clip_norm if row["method"] == WHOLE else net.config.effective_clip_norm
+        ok = math.isclose(g_.epsilon, 2 * row["epsilon"] * clip) and g_.delta == 0.0
+        if not ok:
+            claim(f"guarantee of {row['method']} at ε={row['epsilon']:g}: {g_.statement}", ok, True)
+claim(f"all {len(guarantees) - 1} noisy releases state ε·2·clip_norm with δ = 0",
+      not any(not c["holds"] for c in claims), True)
+eps_min, eps_max = min(cfg.epsilons), max(cfg.epsilons)
+for judge in ("faceres", "dlib", "model identity encoder"):
+    for method in ("SynthesisNet", WHOLE):
+        r = judged[(judged.judge == judge) & (judged.method == method) & (judged.epsilon == eps_min)]
+        if not len(r):
+            continue
         r = r.iloc[0]
         lo, hi = X.rank1_chance_interval(r.rank1_chance, int(r.n_probes), confidence=0.99)
-        ok = lo <= r.rank1 <= hi
-        notes.append(f"{judge}: rank-1 at ε={eps_min:g} is {r.rank1:.3f}, chance {r.rank1_chance:.3f}, "
-                     f"99% chance interval [{lo:.3f}, {hi:.3f}] -> {'within' if ok else 'OUTSIDE'}")
-        if not ok and judge == "dlib":
-            failures.append(notes[-1])
-        elif not ok:
-            w = judged[(judged.judge == judge) & (judged.method == "noise on whole latent") & (judged.epsilon == eps_min)]
-            whole = ""
-            if len(w):
-                w = w.iloc[0]
-                wlo, whi = X.rank1_chance_interval(w.rank1_chance, int(w.n_probes), confidence=0.99)
-                whole = (f"; with noise on the whole latent: {w.rank1:.3f}, "
-                         f"{'within' if wlo <= w.rank1 <= whi else 'also outside'} the chance interval")
-            notes.append(f"  reported, not enforced: an attacker holding the model links {round(r.rank1 * r.n_probes)} "
-                         f"of {int(r.n_probes)} faces at ε={eps_min:g} through the attribute latent, which the "
-                         f"guarantee does not cover (Table 4){whole}")
-for judge in ("model identity encoder", "dlib"):
+        claim(f"{judge}, {method}: rank-1 at ε={eps_min:g} {round(r.rank1 * r.n_probes)}/{int(r.n_probes)} = "
+              f"{r.rank1:.3f} within the 99% chance interval [{lo:.3f}, {hi:.3f}] (chance {r.rank1_chance:.3f})",
+              lo <= r.rank1 <= hi, judge != "model identity encoder" and method == "SynthesisNet")
+for judge in ("faceres", "dlib", "model identity encoder"):
     sw = judged[(judged.judge == judge) & (judged.method == "SynthesisNet")]
     if len(sw) >= 2:
         f = X.distance_decrease_failures(sw)
-        notes.append(f"{judge}: identity distance decreasing in ε within bootstrap error: "
-                     f"{'yes' if not f else 'NO — ' + '; '.join(f)}")
-        if f and scale != "smoke":
-            failures.extend(f"{judge}: {m}" for m in f)
-# the noise-free path must keep identity for the real recogniser, or the ε sweep measures nothing
-for method in ("no DP noise", "reconstruction (decoder)"):
-    r = judged[(judged.judge == "dlib") & (judged.method == method)]
-    if len(r):
-        r = r.iloc[0]
-        ok_rank = r.rank1_low > r.rank1_chance
-        ok_dist = r.distance_high < r.other_identity_distance
-        notes.append(f"dlib, {method}: rank-1 {r.rank1:.3f} [{r.rank1_low:.3f}, {r.rank1_high:.3f}] vs chance "
-                     f"{r.rank1_chance:.3f} ({r.rank1 / r.rank1_chance:.1f}x); identity distance {r.identity_distance:.3f} "
-                     f"[{r.distance_low:.3f}, {r.distance_high:.3f}] vs {r.other_identity_distance:.3f} to other "
-                     f"identities -> {'kept' if ok_rank and ok_dist else 'NOT kept'}")
-        if not (ok_rank and ok_dist) and scale != "smoke":
-            failures.append(notes[-1])
-if scale != "smoke":
+        a_, b_ = sw.sort_values("epsilon").iloc[0], sw.sort_values("epsilon").iloc[-1]
+        ids_j = test.identity.cpu() if judge == "model identity encoder" else j_ids
+        pc = X.paired_distance_change(e_orig[judge], e_pub_of[(judge, "SynthesisNet", a_.epsilon)],
+                                      e_pub_of[(judge, "SynthesisNet", b_.epsilon)], ids_j,
+                                      n_bootstrap=cfg.n_bootstrap, seed=seed)
+        claim(f"{judge}: identity distance falls from ε={a_.epsilon:g} to ε={b_.epsilon:g}, face by face: mean "
+              f"drop {pc['mean_change']:.3f}, 95% identity-bootstrap CI [{pc['change_low']:.3f}, "
+              f"{pc['change_high']:.3f}] above 0 ({pc['n']} faces)", pc["change_low"] > 0,
+              full and judge != "model identity encoder")
+        claim(f"{judge}: identity distance falls with ε within bootstrap error and the separate CIs of the ends "
+              f"separate, {a_.identity_distance:.3f} [{a_.distance_low:.3f}, {a_.distance_high:.3f}] at "
+              f"ε={a_.epsilon:g} -> {b_.identity_distance:.3f} [{b_.distance_low:.3f}, {b_.distance_high:.3f}] at "
+              f"ε={b_.epsilon:g}" + ("" if not f else " — " + "; ".join(f)), not f, False)
+        claim(f"{judge}: rank-1 Wilson intervals at the ends of the ε grid separate: {a_.rank1:.3f} "
+              f"[{a_.rank1_low:.3f}, {a_.rank1_high:.3f}] at ε={a_.epsilon:g} vs {b_.rank1:.3f} "
+              f"[{b_.rank1_low:.3f}, {b_.rank1_high:.3f}] at ε={b_.epsilon:g}", b_.rank1_low > a_.rank1_high, False)
+for judge in ("faceres", "dlib"):
+    for method in ("no DP noise", "reconstruction (decoder)"):
+        r = judged[(judged.judge == judge) & (judged.method == method)]
+        if len(r):
+            r = r.iloc[0]
+            claim(f"{judge}, {method}: rank-1 {r.rank1:.3f} [{r.rank1_low:.3f}, {r.rank1_high:.3f}] above chance "
+                  f"{r.rank1_chance:.3f} ({r.rank1 / r.rank1_chance:.1f}x); TAR {r.tar:.3f} "
+                  f"[{r.tar_low:.3f}, {r.tar_high:.3f}] at FAR {r.far:.3g}", r.rank1_low > r.rank1_chance,
+                  full and judge == "dlib")
+r = judged[(judged.judge == "faceres") & (judged.method == "no DP noise")].iloc[0]
+claim(f"issue target: faceres rank-1 of the noise-free release {r.rank1:.3f} >= 5x chance "
+      f"({5 * r.rank1_chance:.3f}): {r.rank1 / r.rank1_chance:.1f}x", r.rank1 >= 5 * r.rank1_chance, False)
+lz = leak.iloc[1]
+claim(f"z_att (no noise, not covered) leave-one-out rank-1 among test faces {lz.rank1:.3f} within the 99% chance "
+      f"interval [{lz.chance_low:.3f}, {lz.chance_high:.3f}] (chance {lz.chance:.3f})",
+      lz.chance_low <= lz.rank1 <= lz.chance_high, False)
+if full:
     orig_acc = att[att.method == "original"].set_index("attribute")
     readable = [a for a, r in orig_acc.iterrows()
                 if r.accuracy > r.majority + 2 * math.sqrt(r.majority * (1 - r.majority) / r.n)]
-    notes.append(f"attributes the probe reads on real faces: {readable or 'none'}")
+    claim(f"the probe reads {readable or 'no attribute'} on real faces above the majority rate", bool(readable),
+          False)
     for a in readable:
         acc_a = att[(att.method == "SynthesisNet") & (att.attribute == a)].set_index("epsilon").accuracy
-        notes.append(f"  {a}: accuracy per ε {acc_a.round(3).to_dict()}, originals {orig_acc.accuracy[a]:.3f}, "
-                     f"majority {orig_acc.majority[a]:.3f}")
-        if not bool((acc_a > orig_acc.majority[a]).all()):
-            failures.append(f"{a}: accuracy falls to {acc_a.min():.3f}, not above the majority rate "
-                            f"{orig_acc.majority[a]:.3f}")
-else:
-    print("smoke scale: the monotonicity and attribute checks are skipped (one epoch on a dozen faces).")
-print("\n".join(notes))
-print("\n".join(failures) if failures else "All checks passed.")
+        claim(f"{a}: probe accuracy at every ε ({acc_a.min():.3f} .. {acc_a.max():.3f}) above the majority rate "
+              f"{orig_acc.majority[a]:.3f} (originals {orig_acc.accuracy[a]:.3f})",
+              bool((acc_a > orig_acc.majority[a]).all()), True)
+for method, e_ in (("SynthesisNet", eps_min), (WHOLE, eps_min), ("no DP noise", math.inf)):
+    g = gender_age[(gender_age.method == method) & (gender_age.epsilon == e_)]
+    if len(g):
+        g = g.iloc[0]
+        claim(f"{method}: faceres gender agreement at ε={e_:g} {g.gender_agreement:.3f} "
+              f"[{g.gender_agreement_low:.3f}, {g.gender_agreement_high:.3f}] above chance {g.gender_chance:.3f}; "
+              f"age error {g.age_mae:.1f} [{g.age_mae_low:.1f}, {g.age_mae_high:.1f}] years vs "
+              f"{g.age_mae_shuffled:.1f} for an unrelated face", g.gender_agreement_low > g.gender_chance, False)
+checks = pd.DataFrame(claims)
+save_table(checks, out_dir, "table5_claims",
+           caption="Closing checks of the SynthesisNet notebook: each claim, whether it holds, whether it is enforced "
+                   "(privkit)")
+with pd.option_context("display.max_colwidth", 400):
+    for c in claims:
+        tag = "enforced" if c["enforced"] else "reported"
+        print(f"[{'holds' if c['holds'] else 'DOES NOT HOLD'}; {tag}] {c['claim']}")
+failures = [c["claim"] for c in claims if c["enforced"] and not c["holds"]]
+print("\n".join(failures) if failures else "All enforced checks passed.")
 if failures:
     raise AssertionError("; ".join(failures))
 

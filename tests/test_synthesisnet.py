@@ -436,6 +436,7 @@ def test_publish_returns_images_and_guarantee(fitted):
     assert g.epsilon == pytest.approx(0.1 * 2 * fitted.config.effective_clip_norm)
     assert g.protects == "the identity latent"
     assert "attribute latent is released WITHOUT noise" in str(g)
+    assert "NOT covered: the attribute latent z_att" in str(g)  # what is not protected, stated
     again, _ = fitted.publish(x, epsilon=0.1, generator=make_generator(0))
     other, _ = fitted.publish(x, epsilon=0.1, generator=make_generator(1))
     assert torch.equal(out, again) and not torch.equal(out, other)
@@ -698,3 +699,39 @@ def test_training_time_identity_noise():
             SynthesisNet(**TINY, train_epsilons=bad)
     with pytest.raises(InvalidArgumentError, match="noise_prob"):
         SynthesisNet(**TINY, noise_prob=1.5)
+
+
+def test_frechet_distance_from_samples_matches_the_covariance_route():
+    from privkit.synthesisnet import frechet_distance, frechet_distance_from_samples
+    from privkit.synthesisnet.metrics import _gaussian_fit
+
+    g = torch.Generator().manual_seed(0)
+    for n1, n2, d in ((12, 9, 30), (40, 50, 6)):  # fewer rows than dimensions, and more
+        a = torch.randn(n1, d, generator=g, dtype=torch.float64)
+        b = 0.5 + 2.0 * torch.randn(n2, d, generator=g, dtype=torch.float64)
+        ref = frechet_distance(*_gaussian_fit(a), *_gaussian_fit(b))
+        assert frechet_distance_from_samples(a, b) == pytest.approx(ref, rel=1e-6, abs=1e-8)
+        assert fid(a, b, n_bootstrap=0).value == pytest.approx(ref, rel=1e-6, abs=1e-8)
+    a = torch.randn(10, 40, generator=g, dtype=torch.float64)
+    assert frechet_distance_from_samples(a, a) == pytest.approx(0.0, abs=1e-8)
+    with pytest.raises(InsufficientDataError):
+        frechet_distance_from_samples(a[:1], a)
+
+
+def test_fid_and_inception_score_bootstrap_intervals():
+    g = torch.Generator().manual_seed(1)
+    real = torch.randn(30, 64, generator=g, dtype=torch.float64)
+    fake = 0.3 + torch.randn(30, 64, generator=g, dtype=torch.float64)
+    r = fid(real, fake, n_bootstrap=30, seed=0)
+    assert r.ci_low <= r.ci_high and math.isfinite(r.ci_low) and r.dim == 64
+    logits = 3.0 * torch.randn(40, 5, generator=g, dtype=torch.float64)
+    probs = torch.softmax(logits, dim=1)
+    plain = inception_score(probs, splits=4)
+    assert math.isnan(plain.ci_low) and math.isnan(plain.ci_high)
+    boot = inception_score(probs, splits=4, n_bootstrap=40, seed=0)
+    assert boot.mean == pytest.approx(plain.mean, rel=1e-12)
+    assert 1.0 <= boot.ci_low <= boot.ci_high <= 5.0 and boot.confidence == 0.95
+    again = inception_score(probs, splits=4, n_bootstrap=40, seed=0)
+    assert (again.ci_low, again.ci_high) == (boot.ci_low, boot.ci_high)  # same computation, same seed
+    with pytest.raises(PrivkitError):
+        inception_score(probs, splits=4, n_bootstrap=-1)

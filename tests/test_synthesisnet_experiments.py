@@ -45,7 +45,8 @@ def _faceset(n_ids=5, per_id=3, seed=0):
 def test_presets_registered_and_frozen():
     for scale in privkit.config.SCALES:
         cfg = privkit.config.load("synthesisnet", scale)
-        assert set(cfg.dlib_epsilons) <= set(cfg.epsilons) or scale == "paper"
+        assert set(cfg.judge_epsilons) <= set(cfg.epsilons) or scale == "paper"
+        assert set(cfg.baseline_epsilons) <= set(cfg.epsilons) and cfg.ablation_epsilon in cfg.epsilons
         assert min(cfg.epsilons) == 0.01 and max(cfg.epsilons) == 1.0
         with pytest.raises(Exception):
             cfg.width = 3  # frozen
@@ -292,3 +293,135 @@ def test_aligned_faces_bad_inputs():
     bad.mask = bad.mask[:, :, :20]
     with pytest.raises(ShapeError, match="mask"):
         aligned_faces(bad, size=16)
+
+
+# ------------------------------------------------------------------------------ the portraits data path and judges
+def test_default_and_smoke_scales_publish_real_portraits():
+    for scale in ("smoke", "default"):
+        cfg = privkit.config.load("synthesisnet", scale)
+        assert cfg.face_set == "portraits-views"
+        assert cfg.n_train_identities + cfg.n_test_identities <= 609
+        assert cfg.render_size >= 64  # portraits-views renders at 64 .. 224 px
+
+
+def test_portraits_views_data_path():
+    """The notebook's data path: portraits-views -> aligned crops -> identity-disjoint split."""
+    from privkit.data import load_faces
+    from privkit.errors import MissingResourceError
+    from privkit.synthesisnet import aligned_faces
+
+    try:
+        faces = load_faces("portraits-views", n_identities=6, images_per_identity=2, size=64, seed=0)
+    except MissingResourceError as exc:
+        pytest.skip(f"portraits-views unavailable: {exc}")
+    crops = aligned_faces(faces, size=32, margin=0.1)
+    assert crops.images.shape == (12, 3, 32, 32) and crops.name == "portraits-views"
+    assert float(crops.images.min()) >= 0.0 and float(crops.images.max()) <= 1.0
+    assert torch.equal(crops.identity, faces.identity)
+    # the face fills the aligned crop far more than the view
+    assert float(crops.face_coverage_ratio().mean()) > float(faces.face_coverage_ratio().mean())
+    tr, te = X.split_identities(crops, n_train=4, n_test=2, seed=0)
+    assert not set(tr.identity.tolist()) & set(te.identity.tolist())
+    assert len(tr) == 8 and len(te) == 4
+    assert {"lighting", "occluded", "flipped"} <= set(te.attributes)
+
+
+def test_judge_release_reports_tar_interval():
+    g = torch.Generator().manual_seed(0)
+    ids = torch.arange(20)
+    eo = torch.randn(20, 8, generator=g, dtype=torch.float64)
+    row = X.judge_release(eo, eo + 0.1 * torch.randn(20, 8, generator=g, dtype=torch.float64), ids, far=0.01,
+                          n_bootstrap=20)
+    assert row["tar_low"] <= row["tar"] <= row["tar_high"]
+    assert row["rank1_low"] <= row["rank1"] <= row["rank1_high"] and row["rank1_chance"] == pytest.approx(0.05)
+    assert row["tar"] > 0.5 and row["rank1"] > 0.5  # small noise: the sources are found
+
+
+def test_gender_age_agreement():
+    male_o = torch.tensor([0.9, 0.8, 0.2, 0.1], dtype=torch.float64)
+    age_o = torch.tensor([20.0, 30.0, 40.0, 50.0], dtype=torch.float64)
+    same = X.gender_age_agreement({"male_probability": male_o, "age": age_o},
+                                  {"male_probability": male_o, "age": age_o}, n_bootstrap=50)
+    assert same["gender_agreement"] == 1.0 and same["age_mae"] == 0.0
+    assert same["gender_chance"] == pytest.approx(0.5)  # half male on both sides
+    assert same["age_mae_shuffled"] == pytest.approx(((10 + 20 + 30) * 2 + (10 + 20 + 10) * 2) / 12)
+    flipped = X.gender_age_agreement({"male_probability": male_o, "age": age_o},
+                                     {"male_probability": 1 - male_o, "age": age_o + 5}, n_bootstrap=50)
+    assert flipped["gender_agreement"] == 0.0 and flipped["age_mae"] == pytest.approx(5.0)
+    assert flipped["age_mae_low"] == pytest.approx(5.0) and flipped["age_mae_high"] == pytest.approx(5.0)
+    assert flipped["gender_agreement_low"] == 0.0 < flipped["gender_agreement_high"]
+    with pytest.raises(InvalidArgumentError, match="age"):
+        X.gender_age_agreement({"male_probability": male_o}, {"male_probability": male_o, "age": age_o})
+    with pytest.raises(ShapeError):
+        X.gender_age_agreement({"male_probability": male_o, "age": age_o},
+                               {"male_probability": male_o[:3], "age": age_o[:3]})
+    with pytest.raises(InsufficientDataError):
+        X.gender_age_agreement({"male_probability": male_o[:1], "age": age_o[:1]},
+                               {"male_probability": male_o[:1], "age": age_o[:1]})
+
+
+def test_judge_helpers_reject_wrong_models():
+    x = torch.rand(2, 3, SIZE, SIZE)
+    with pytest.raises(InvalidArgumentError, match="FaceresAttributes"):
+        X.faceres_outputs(object(), x)
+    with pytest.raises(InvalidArgumentError, match="EfficientNetLite0Encoder"):
+        X.efficientnet_outputs(object(), x)
+
+
+def test_faceres_outputs_match_the_encoder_and_heads():
+    from privkit.encoders.human_faces import load_faceres_attributes
+    from privkit.errors import MissingResourceError
+
+    try:
+        fa = load_faceres_attributes()
+    except MissingResourceError as exc:
+        pytest.skip(f"faceres unavailable: {exc}")
+    x = torch.rand(3, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    box = torch.tensor([[4.0, 4.0, 28.0, 28.0]]).repeat(3, 1)
+    out = X.faceres_outputs(fa, x, box, batch_size=2)
+    assert out["embedding"].shape == (3, 1024) and out["embedding"].dtype == torch.float64
+    with torch.no_grad():
+        ref = fa.encoder.features(x, box)
+        heads = fa(x, box)
+    assert torch.allclose(out["embedding"], ref.double(), rtol=1e-4, atol=1e-4)
+    assert torch.allclose(out["male_probability"], heads["male_probability"].double(), atol=1e-5)
+    assert torch.allclose(out["age"], heads["age"].double(), atol=1e-3)
+
+
+def test_efficientnet_outputs_features_and_probabilities():
+    from privkit.encoders.efficientnet_lite import load_efficientnet_lite0
+    from privkit.errors import MissingResourceError
+
+    try:
+        enc = load_efficientnet_lite0()
+    except MissingResourceError as exc:
+        pytest.skip(f"efficientnet-lite0 unavailable: {exc}")
+    x = torch.rand(3, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    f, p = X.efficientnet_outputs(enc, x, size=64, batch_size=2)
+    assert f.shape == (3, 1280) and p.shape == (3, 1000) and f.dtype == p.dtype == torch.float64
+    assert torch.allclose(p.sum(dim=1), torch.ones(3, dtype=torch.float64), atol=1e-9)
+    up = torch.nn.functional.interpolate(x, size=(64, 64), mode="bilinear", align_corners=False).clamp(0, 1)
+    with torch.no_grad():
+        ref = enc.pooled_features(up, resize=False)
+    assert torch.allclose(f, ref.double(), rtol=1e-4, atol=1e-4)  # un-normalised: not unit norm
+    assert not torch.allclose(f.norm(dim=1), torch.ones(3, dtype=torch.float64))
+    with pytest.raises(InvalidArgumentError):
+        X.efficientnet_outputs(enc, x, size=8)
+
+
+def test_paired_distance_change_resolves_a_small_shift():
+    g = torch.Generator().manual_seed(0)
+    ids = torch.arange(30).repeat_interleave(2)
+    eo = torch.randn(60, 16, generator=g, dtype=torch.float64)
+    spread = torch.rand(60, 1, generator=g, dtype=torch.float64) * 2  # faces differ a lot ...
+    noise = torch.randn(60, 16, generator=g, dtype=torch.float64)
+    far_a = eo + (spread + 0.3) * noise  # ... but release a is always a bit further from the source than b
+    near_b = eo + spread * noise
+    r = X.paired_distance_change(eo, far_a, near_b, ids, n_bootstrap=200)
+    assert r["change_low"] > 0 and r["mean_change"] > 0 and r["n"] == 60 and r["n_identities"] == 30
+    same = X.paired_distance_change(eo, near_b, near_b, ids, n_bootstrap=50)
+    assert same["mean_change"] == 0.0 and same["change_low"] == 0.0 == same["change_high"]
+    with pytest.raises(ShapeError):
+        X.paired_distance_change(eo, far_a[:5], near_b, ids)
+    with pytest.raises(InsufficientDataError):
+        X.paired_distance_change(eo, far_a, near_b, torch.zeros(60, dtype=torch.long))

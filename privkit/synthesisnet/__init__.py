@@ -18,7 +18,10 @@ training schedule) is privkit's, marked as such in the docstrings; no paper numb
 - :mod:`~privkit.synthesisnet.losses`: :class:`ONetPerceptualLoss` (the perceptual reconstruction term).
 - :mod:`~privkit.synthesisnet.baselines`: :func:`anonymize` (blur, pixelate, mask).
 - :mod:`~privkit.synthesisnet.metrics`: :func:`fid`, :func:`inception_score`, :func:`identity_distance`,
-  :func:`reidentification_rate`, :func:`attribute_preservation`, :func:`features_for_fid`, :func:`load_inception`.
+  :func:`reidentification_rate`, :func:`attribute_preservation`, :func:`features_for_fid`, :func:`load_inception`,
+  :func:`frechet_distance_from_samples`.
+- :mod:`~privkit.synthesisnet.experiments`: the notebook's protocol (splits, judges: ``faceres`` with its gender/age
+  heads, dlib, the model's own encoder; FID/IS in ``efficientnet-lite0`` space; closing checks).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from .metrics import (
     features_for_fid,
     fid,
     frechet_distance,
+    frechet_distance_from_samples,
     identity_distance,
     identity_distance_from_embeddings,
     inception_score,
@@ -94,6 +98,7 @@ __all__ = [
     "anonymize",
     "fid",
     "frechet_distance",
+    "frechet_distance_from_samples",
     "inception_score",
     "features_for_fid",
     "embed_images",

@@ -13,13 +13,20 @@ Everything here is privkit's experimental protocol [I] (the paper's full text co
   probabilities of the offline Inception-Score stand-in.
 - :func:`judge_release`: identity distance and re-identification of one release under one judge (an embedding
   function), with bootstrap/binomial intervals.
-- :func:`rank1_chance_interval`, :func:`distance_decrease_failures`: the closing checks.
+- :func:`rank1_chance_interval`, :func:`distance_decrease_failures`, :func:`paired_distance_change`: the closing
+  checks (the last compares two releases of the same faces face by face).
 - :func:`latent_pair_distances`: what ε means for these faces — Euclidean distances between clipped identity
   latents of different identities, so that ``ε·d`` (the log-likelihood-ratio bound of metric DP) can be read
   off per pair; :func:`epsilon_meaning_curves`: the same as compact distribution curves per ε (the data of the
   notebook's "what ε means" figure, small enough for git).
 - :func:`latent_identity_leakage`: how much identity a latent reveals among unseen identities (leave-one-out
   nearest-neighbour rank-1 against its chance rate), e.g. ``z_att`` against ``z_id``.
+- :func:`faceres_outputs`: one pass of the ``faceres`` graph giving the identity embedding and the gender/age heads
+  (the identity judge and the attribute judge share it).
+- :func:`gender_age_agreement`: attribute preservation judged by ``faceres`` 's gender and age heads (published
+  versus original predictions, with intervals and the chance level).
+- :func:`efficientnet_outputs`: un-normalised 1280-D pooled ``efficientnet-lite0`` features and ImageNet class
+  probabilities in one pass (the FID / IS-analogue feature space).
 - :func:`image_grid`: the samples figure.
 """
 
@@ -54,6 +61,10 @@ __all__ = [
     "epsilon_meaning_curves",
     "latent_identity_leakage",
     "image_grid",
+    "faceres_outputs",
+    "gender_age_agreement",
+    "efficientnet_outputs",
+    "paired_distance_change",
 ]
 
 
@@ -219,8 +230,9 @@ def judge_release(
     seed: int = 0,
 ) -> dict[str, float]:
     """Identity distance (``1 - cos``, identity-cluster bootstrap CI) and re-identification (TAR at a resolvable
-    FAR with the threshold from published impostors; rank-1 against the originals with its binomial CI and the
-    chance rate) of one release under one judge. Returns a flat dict (a table row); ``other_identity_distance``
+    FAR with the threshold from published impostors, with its Wilson CI over the source pairs; rank-1 against the
+    originals with its Wilson CI and the chance rate) of one release under one judge. Returns a flat dict (a table
+    row); ``other_identity_distance``
     is the mean ``1 - cos`` between each published face and the originals of *other* identities (the level an
     identity distance must stay below for the published face to still look like its own source)."""
     check_tensor("identities", identities, shape=(original_embeddings.shape[0],))
@@ -237,10 +249,12 @@ def judge_release(
     n = reid.n_probes
     k = round(reid.rank1 * n)
     ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+    tci = stats.binomtest(round(reid.tar * n), n).proportion_ci(confidence_level=confidence, method="wilson")
     return {
         "identity_distance": dist.mean, "distance_low": dist.ci_low, "distance_high": dist.ci_high,
         "other_identity_distance": other_distance,
-        "tar": reid.tar, "far": far_used, "rank1": reid.rank1, "rank1_low": float(ci.low),
+        "tar": reid.tar, "tar_low": float(tci.low), "tar_high": float(tci.high), "far": far_used,
+        "rank1": reid.rank1, "rank1_low": float(ci.low),
         "rank1_high": float(ci.high), "rank1_chance": reid.rank1_chance, "n_probes": n,
     }
 
@@ -410,3 +424,186 @@ def image_grid(rows: Mapping[str, torch.Tensor], *, n_columns: int, cell: float 
         axes[r, 0].set_ylabel(name, rotation=0, ha="right", va="center", fontsize=7)
     fig.subplots_adjust(wspace=0.03, hspace=0.03)
     return fig
+
+
+@torch.no_grad()
+def faceres_outputs(
+    attributes_module: Any, images: torch.Tensor, boxes: torch.Tensor | None = None, *, batch_size: int = 32,
+) -> dict[str, torch.Tensor]:
+    """One pass of the ``faceres`` graph: ``{"embedding": (N, 1024), "male_probability": (N,), "age": (N,)}``
+    (float64, CPU; the embedding un-normalised).
+
+    Args:
+        attributes_module: a :class:`~privkit.encoders.human_faces.FaceresAttributes` (from
+            ``load_faceres_attributes``); its ``encoder`` crops the faces exactly as the ``faceres`` encoder does.
+        images: ``(N, 3, H, W)`` in ``[0, 1]``.
+        boxes: optional ``(N, 4)`` xyxy face boxes (pixels).
+        batch_size: images per forward pass.
+    """
+    from ..encoders.human_faces import FACERES_AGE, FACERES_GENDER, FACERES_OUTPUT, FaceresAttributes
+
+    if not isinstance(attributes_module, FaceresAttributes):
+        raise InvalidArgumentError(f"attributes_module must be a FaceresAttributes (load_faceres_attributes()), "
+                                   f"got {type(attributes_module).__name__}")
+    check_tensor("images", images, ndim=4, floating=True)
+    n = int(images.shape[0])
+    if boxes is not None:
+        check_tensor("boxes", boxes, shape=(n, 4), finite=True)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    if n == 0:
+        raise InsufficientDataError("images is empty")
+    enc = attributes_module.encoder
+    dev = attributes_module.age_bins.device
+    emb, male, age = [], [], []
+    for i in range(0, n, batch_size):
+        x = images[i : i + batch_size].to(dev, torch.float32)
+        b = None if boxes is None else boxes[i : i + batch_size].to(dev, torch.float32)
+        e, g, a = enc.graph(enc.crops(x, b), [FACERES_OUTPUT, FACERES_GENDER, FACERES_AGE])
+        emb.append(e.reshape(x.shape[0], -1).double().cpu())
+        male.append(g.reshape(-1).double().cpu())
+        age.append((a.double() @ attributes_module.age_bins.double()).cpu())
+    return {"embedding": torch.cat(emb), "male_probability": torch.cat(male), "age": torch.cat(age)}
+
+
+def gender_age_agreement(
+    original: Mapping[str, torch.Tensor], published: Mapping[str, torch.Tensor], *, confidence: float = 0.95,
+    n_bootstrap: int = 500, seed: int = 0,
+) -> dict[str, float]:
+    """Attribute preservation judged by ``faceres`` 's heads: do the published faces keep the gender and age the
+    recogniser predicts for their originals?
+
+    Args:
+        original, published: :func:`faceres_outputs` of the originals and of their published versions (row ``i``
+            of ``published`` from row ``i`` of ``original``): at least ``male_probability`` and ``age``.
+        confidence: level of the Wilson interval of the gender agreement and of the bootstrap CI of the age error.
+        n_bootstrap: bootstrap replicates of the age error (images resampled).
+        seed: seed of the bootstrap.
+
+    Returns:
+        ``gender_agreement`` (share of faces whose predicted gender, male probability > 0.5, is the original's) with
+        ``gender_agreement_low/high`` and ``gender_chance`` (the agreement of a published gender drawn independently
+        with the published faces' male rate: ``p_o p_p + (1 - p_o)(1 - p_p)``); ``age_mae`` (mean absolute
+        difference of the predicted ages, years) with ``age_mae_low/high`` and ``age_mae_shuffled`` (the same
+        against the originals of *other* rows: the error of an unrelated face); ``n``.
+    """
+    for name, d in (("original", original), ("published", published)):
+        for k in ("male_probability", "age"):
+            if k not in d:
+                raise InvalidArgumentError(f"{name} lacks {k!r} (use faceres_outputs)")
+    mo = original["male_probability"].detach().cpu().double()
+    check_tensor("original['male_probability']", mo, ndim=1, finite=True)
+    n = int(mo.numel())
+    mp = published["male_probability"].detach().cpu().double()
+    ao = original["age"].detach().cpu().double()
+    ap = published["age"].detach().cpu().double()
+    for name, t in (("published['male_probability']", mp), ("original['age']", ao), ("published['age']", ap)):
+        check_tensor(name, t, shape=(n,), finite=True)
+    if n < 2:
+        raise InsufficientDataError(f"need at least 2 faces, got {n}")
+    confidence = check_probability("confidence", confidence)
+    n_bootstrap = check_int("n_bootstrap", n_bootstrap, minimum=0)
+    go, gp = mo > 0.5, mp > 0.5
+    k = int((go == gp).sum())
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+    po, pp = float(go.double().mean()), float(gp.double().mean())
+    err = (ap - ao).abs()
+    lo = hi = float("nan")
+    if n_bootstrap:
+        g = torch.Generator().manual_seed(check_int("seed", seed, minimum=0, maximum=2**63 - 1))
+        reps = np.array([float(err[torch.randint(0, n, (n,), generator=g)].mean()) for _ in range(n_bootstrap)])
+        alpha = (1.0 - confidence) / 2.0
+        lo, hi = float(np.quantile(reps, alpha)), float(np.quantile(reps, 1.0 - alpha))
+    other = ~torch.eye(n, dtype=torch.bool)
+    shuffled = float((ap[:, None] - ao[None, :]).abs()[other].mean())
+    return {"gender_agreement": k / n, "gender_agreement_low": float(ci.low), "gender_agreement_high": float(ci.high),
+            "gender_chance": po * pp + (1 - po) * (1 - pp), "age_mae": float(err.mean()), "age_mae_low": lo,
+            "age_mae_high": hi, "age_mae_shuffled": shuffled, "n": n}
+
+
+@torch.no_grad()
+def efficientnet_outputs(
+    encoder: Any, images: torch.Tensor, *, size: int = 224, batch_size: int = 64,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(features, probs)``: un-normalised 1280-D pooled ``efficientnet-lite0`` features (float64) and its
+    ImageNet-1k class probabilities (softmax of the classifier on the same features, float64), both on the CPU.
+
+    The images are resized (bilinear, antialiased when shrinking) to ``size x size`` and run without the encoder's
+    own resize-and-crop (the faces are square already), then normalised as the network expects. ``size = 224`` is
+    the network's training resolution; a smaller ``size`` is cheaper on a CPU and must be stated with the numbers.
+
+    Args:
+        encoder: an :class:`~privkit.encoders.efficientnet_lite.EfficientNetLite0Encoder`.
+        images: ``(N, 3, H, W)`` in ``[0, 1]``.
+        size: input side, in ``[32, 512]``.
+        batch_size: images per forward pass.
+    """
+    from ..encoders.efficientnet_lite import EfficientNetLite0Encoder
+
+    if not isinstance(encoder, EfficientNetLite0Encoder):
+        raise InvalidArgumentError(f"encoder must be an EfficientNetLite0Encoder (load_efficientnet_lite0()), "
+                                   f"got {type(encoder).__name__}")
+    check_tensor("images", images, ndim=4, floating=True)
+    size = check_int("size", size, minimum=32, maximum=512)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    if images.shape[0] == 0:
+        raise InsufficientDataError("images is empty")
+    feats, probs = [], []
+    for i in range(0, images.shape[0], batch_size):
+        x = images[i : i + batch_size].to(torch.float32)
+        if tuple(x.shape[-2:]) != (size, size):
+            x = torch.nn.functional.interpolate(x, size=(size, size), mode="bilinear", align_corners=False,
+                                                antialias=size < max(x.shape[-2:])).clamp(0.0, 1.0)
+        f = encoder.pooled_features(x, resize=False)
+        feats.append(f.double().cpu())
+        probs.append(torch.softmax(encoder.model.classifier(f).double(), dim=1).cpu())
+    return torch.cat(feats), torch.cat(probs)
+
+
+def paired_distance_change(
+    original_embeddings: torch.Tensor, published_a: torch.Tensor, published_b: torch.Tensor,
+    identities: torch.Tensor, *, n_bootstrap: int = 500, confidence: float = 0.95, seed: int = 0,
+) -> dict[str, float]:
+    """Face-by-face change of the identity distance between two releases of the same faces: the mean over faces of
+    ``d_a - d_b`` (``d = 1 - cos`` between a face's original and its published version under one judge), with an
+    identity-cluster percentile-bootstrap CI (identities resampled with replacement, all their faces kept).
+
+    Pairing removes the spread between faces, which dominates the separate CIs of two releases, so a change too
+    small for those CIs to separate can still be resolved (e.g. release ``a`` at the smallest ε, ``b`` at the
+    largest: a CI above 0 says the distance falls with ε for these faces).
+
+    Returns:
+        ``{"mean_change", "change_low", "change_high", "n", "n_identities"}``.
+
+    Raises:
+        ShapeError: embeddings of different shapes or identities of another length.
+        InsufficientDataError: fewer than 2 identities.
+    """
+    eo = original_embeddings.detach().to("cpu", torch.float64)
+    check_tensor("original_embeddings", eo, ndim=2, finite=True)
+    pa = published_a.detach().to("cpu", torch.float64)
+    pb = published_b.detach().to("cpu", torch.float64)
+    check_tensor("published_a", pa, shape=tuple(eo.shape), finite=True)
+    check_tensor("published_b", pb, shape=tuple(eo.shape), finite=True)
+    check_tensor("identities", identities, shape=(eo.shape[0],))
+    n_bootstrap = check_int("n_bootstrap", n_bootstrap, minimum=0)
+    confidence = check_probability("confidence", confidence)
+    seed = check_int("seed", seed, minimum=0, maximum=2**63 - 1)
+    nrm = torch.nn.functional.normalize
+    eo = nrm(eo, dim=1)
+    diff = (1.0 - (nrm(pa, dim=1) * eo).sum(1)) - (1.0 - (nrm(pb, dim=1) * eo).sum(1))
+    ids = identities.detach().cpu()
+    uniq, inv = torch.unique(ids, return_inverse=True)
+    k = int(uniq.numel())
+    if k < 2:
+        raise InsufficientDataError(f"identities: need at least 2 distinct identities, got {k}")
+    sums = torch.zeros(k, dtype=torch.float64).index_add_(0, inv, diff)
+    counts = torch.zeros(k, dtype=torch.float64).index_add_(0, inv, torch.ones_like(diff))
+    lo = hi = float("nan")
+    if n_bootstrap:
+        g = torch.Generator().manual_seed(seed)
+        pick = torch.randint(0, k, (n_bootstrap, k), generator=g)
+        reps = (sums[pick].sum(1) / counts[pick].sum(1)).numpy()
+        alpha = (1.0 - confidence) / 2.0
+        lo, hi = float(np.quantile(reps, alpha)), float(np.quantile(reps, 1.0 - alpha))
+    return {"mean_change": float(diff.mean()), "change_low": lo, "change_high": hi, "n": int(diff.numel()),
+            "n_identities": k}

@@ -3,17 +3,17 @@
 Utility (as in the SynthesisNet paper's summary): the Inception Score (Salimans et al. 2016) and the Fréchet
 Inception Distance (Heusel et al. 2017). Privacy: the identity distance between original and published faces under
 a face-recognition encoder (the paper used an Inception-ResNet face model; privkit's default-scale notebook uses
-dlib's ResNet descriptor, ``load_encoder("dlib-resnet-fr")``), and, as the attacker's view that the paper does not
-report (privkit's addition), the re-identification rate of published faces: TAR at a fixed FAR against the
+two real recognisers, HSE's ``faceres`` and dlib's ResNet descriptor), and, as the attacker's view that the paper
+does not report (privkit's addition), the re-identification rate of published faces: TAR at a fixed FAR against the
 originals and rank-1 identification against a gallery.
 
 Feature extractors. :func:`fid` and :func:`inception_score` take features and class probabilities, not images, so
 the extractor is the caller's choice and must be stated next to the numbers. Inception-v3 (ImageNet) weights
 cannot be downloaded here: :func:`load_inception` loads them when the reader supplies them (paper scale) and raises
-:class:`~privkit.errors.MissingResourceError` otherwise. At the default scale the notebook uses an offline encoder
-from :mod:`privkit.encoders` (e.g. ``ssl-small`` or ``age-gender`` features, via :func:`features_for_fid`) and a
-classifier's softmax for IS; such "FID"/"IS" values are comparable between methods measured with the same
-extractor, never with published Inception numbers.
+:class:`~privkit.errors.MissingResourceError` otherwise. At the default scale the notebook uses
+``efficientnet-lite0`` (ImageNet): its un-normalised 1280-D pooled features for FID and its 1000-class softmax for
+the IS analogue (see :func:`privkit.synthesisnet.experiments.efficientnet_outputs`); such "FID"/"IS" values are
+comparable between methods measured with the same extractor, never with published Inception numbers.
 
 All statistics are computed in float64. Confidence intervals are percentile bootstraps with an explicit seed.
 """
@@ -45,6 +45,7 @@ __all__ = [
     "InceptionV3Features",
     "load_inception",
     "frechet_distance",
+    "frechet_distance_from_samples",
     "fid",
     "inception_score",
     "features_for_fid",
@@ -83,14 +84,19 @@ class FIDResult:
 
 @dataclass(frozen=True)
 class InceptionScoreResult:
-    """Inception Score: mean and standard deviation over splits, and each split's score."""
+    """Inception Score: mean and standard deviation over splits, each split's score, and (when a bootstrap was
+    run) a percentile-bootstrap CI of the mean over splits (``ci_low``/``ci_high`` NaN otherwise)."""
 
     mean: float
     std: float
     split_scores: tuple[float, ...]
+    ci_low: float = float("nan")
+    ci_high: float = float("nan")
+    confidence: float = float("nan")
 
     def __str__(self) -> str:
-        return f"IS {self.mean:.4g} ± {self.std:.2g} ({len(self.split_scores)} splits)"
+        ci = "" if math.isnan(self.ci_low) else f" [{self.ci_low:.4g}, {self.ci_high:.4g}]"
+        return f"IS {self.mean:.4g} ± {self.std:.2g}{ci} ({len(self.split_scores)} splits)"
 
 
 @dataclass(frozen=True)
@@ -257,6 +263,35 @@ def frechet_distance(mu1: torch.Tensor, cov1: torch.Tensor, mu2: torch.Tensor, c
     return max(d, 0.0)
 
 
+def frechet_distance_from_samples(x1: torch.Tensor, x2: torch.Tensor) -> float:
+    """:func:`frechet_distance` of the Gaussian fits (mean, unbiased covariance) of two samples ``(n1, D)`` and
+    ``(n2, D)``, in float64, through the samples instead of the ``D x D`` covariances.
+
+    With ``A = (x1 - mu1) / sqrt(n1 - 1)`` and ``B = (x2 - mu2) / sqrt(n2 - 1)``, ``C1 = A^T A`` and ``C2 = B^T B``;
+    the non-zero eigenvalues of ``C1^1/2 C2 C1^1/2`` (those of ``C1 C2``) are the squared singular values of the
+    ``n1 x n2`` matrix ``A B^T``, so ``tr((C1^1/2 C2 C1^1/2)^1/2)`` is its nuclear norm, and ``tr(C) = ||A||_F^2``.
+    Exact (up to rounding) and much cheaper than two ``D x D`` eigendecompositions when ``n1, n2 << D`` (e.g. a
+    few hundred images in a 1280-D feature space). Needs ``n1, n2 >= 2``.
+    """
+    a = x1.to(F64)
+    b = x2.to(F64)
+    if a.shape[0] < 2 or b.shape[0] < 2:
+        raise InsufficientDataError("need at least 2 rows in each sample to fit a covariance")
+    mu1, mu2 = a.mean(dim=0), b.mean(dim=0)
+    a = (a - mu1) / math.sqrt(a.shape[0] - 1)
+    b = (b - mu2) / math.sqrt(b.shape[0] - 1)
+    nuclear = torch.linalg.svdvals(a @ b.T).sum()
+    d = float(((mu1 - mu2) ** 2).sum() + (a * a).sum() + (b * b).sum() - 2.0 * nuclear)
+    return max(d, 0.0)
+
+
+def _fd(xr: torch.Tensor, xf: torch.Tensor) -> float:
+    """Fréchet distance of two samples by the cheaper exact route (samples when both are smaller than D)."""
+    if max(xr.shape[0], xf.shape[0]) <= xr.shape[1]:
+        return frechet_distance_from_samples(xr, xf)
+    return frechet_distance(*_gaussian_fit(xr), *_gaussian_fit(xf))
+
+
 def _gaussian_fit(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     mu = x.mean(dim=0)
     xc = x - mu
@@ -277,7 +312,8 @@ def fid(
         real_features: ``(N_r, D)`` features of real images (e.g. :func:`features_for_fid`).
         fake_features: ``(N_f, D)`` features of published/generated images, same ``D``.
         n_bootstrap: bootstrap replicates (both sets resampled with replacement); 0 skips the CI. Each replicate
-            costs two ``D x D`` eigendecompositions.
+            costs two ``D x D`` eigendecompositions, or one SVD of an ``n_real x n_fake`` matrix when both sets
+            are smaller than ``D`` (:func:`frechet_distance_from_samples`, the same value up to rounding).
         confidence: level of the percentile CI, in ``(0, 1)``.
         seed: seed of the bootstrap.
 
@@ -297,7 +333,7 @@ def fid(
     seed = _check_seed(seed)
     xr = real_features.detach().to(F64)
     xf = fake_features.detach().to(device=xr.device, dtype=F64)
-    value = frechet_distance(*_gaussian_fit(xr), *_gaussian_fit(xf))
+    value = _fd(xr, xf)
     lo = hi = float("nan")
     if n_bootstrap:
         g = torch.Generator().manual_seed(seed)
@@ -305,20 +341,34 @@ def fid(
         for b in range(n_bootstrap):
             ir = torch.randint(0, xr.shape[0], (xr.shape[0],), generator=g).to(xr.device)
             jf = torch.randint(0, xf.shape[0], (xf.shape[0],), generator=g).to(xf.device)
-            reps[b] = frechet_distance(*_gaussian_fit(xr[ir]), *_gaussian_fit(xf[jf]))
+            reps[b] = _fd(xr[ir], xf[jf])
         lo, hi = _percentile_ci(reps, confidence)
     return FIDResult(value=value, ci_low=lo, ci_high=hi, confidence=confidence, n_real=int(xr.shape[0]),
                      n_fake=int(xf.shape[0]), dim=int(xr.shape[1]))
 
 
 # --------------------------------------------------------------------------------------------- IS
-def inception_score(probs: torch.Tensor, *, splits: int = 10) -> InceptionScoreResult:
+def _is_splits(p: torch.Tensor, splits: int) -> list[float]:
+    scores = []
+    for chunk in torch.tensor_split(p, splits, dim=0):
+        py = chunk.mean(dim=0, keepdim=True)
+        kl = (torch.xlogy(chunk, chunk) - torch.xlogy(chunk, py.expand_as(chunk))).sum(dim=1)
+        scores.append(float(torch.exp(kl.mean())))
+    return scores
+
+
+def inception_score(probs: torch.Tensor, *, splits: int = 10, n_bootstrap: int = 0, confidence: float = 0.95,
+                    seed: int = 0) -> InceptionScoreResult:
     """Inception Score ``exp(E_x KL(p(y|x) || p(y)))`` per split (contiguous chunks), mean and std over splits.
 
     Args:
         probs: ``(N, K)`` class probabilities (rows sum to 1, tolerance 1e-3), e.g. a classifier's softmax on the
             published images.
         splits: number of splits, ``1 <= splits <= N`` (10 in the original and in the paper).
+        n_bootstrap: bootstrap replicates of the mean over splits (images resampled with replacement, then split
+            as above); 0 skips the CI.
+        confidence: level of the percentile CI, in ``(0, 1)``.
+        seed: seed of the bootstrap.
 
     Returns:
         An :class:`InceptionScoreResult`. Uniform predictions give 1; confident predictions spread evenly over
@@ -337,14 +387,21 @@ def inception_score(probs: torch.Tensor, *, splits: int = 10) -> InceptionScoreR
     worst = float((p.sum(dim=1) - 1.0).abs().max())
     if worst > 1e-3:
         raise InvalidArgumentError(f"probs rows must sum to 1 (tolerance 1e-3); the worst row is off by {worst:.3g}")
+    n_bootstrap = check_int("n_bootstrap", n_bootstrap, minimum=0)
+    confidence = check_probability("confidence", confidence)
+    seed = _check_seed(seed)
     p = p / p.sum(dim=1, keepdim=True)
-    scores = []
-    for chunk in torch.tensor_split(p, splits, dim=0):
-        py = chunk.mean(dim=0, keepdim=True)
-        kl = (torch.xlogy(chunk, chunk) - torch.xlogy(chunk, py.expand_as(chunk))).sum(dim=1)
-        scores.append(float(torch.exp(kl.mean())))
+    scores = _is_splits(p, splits)
     arr = np.asarray(scores)
-    return InceptionScoreResult(mean=float(arr.mean()), std=float(arr.std()), split_scores=tuple(scores))
+    lo = hi = conf = float("nan")
+    if n_bootstrap:
+        g = torch.Generator().manual_seed(seed)
+        reps = np.array([np.mean(_is_splits(p[torch.randint(0, n, (n,), generator=g)], splits))
+                         for _ in range(n_bootstrap)])
+        lo, hi = _percentile_ci(reps, confidence)
+        conf = confidence
+    return InceptionScoreResult(mean=float(arr.mean()), std=float(arr.std()), split_scores=tuple(scores),
+                                ci_low=lo, ci_high=hi, confidence=conf)
 
 
 # --------------------------------------------------------------------------------------------- Inception-v3

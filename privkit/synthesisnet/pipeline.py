@@ -765,6 +765,9 @@ class SynthesisNet:
                 "published image = G(noisy identity latent, attribute latent): for a fixed attribute latent it is "
                 "post-processing of the noisy identity latent; the attribute latent is released WITHOUT noise, so "
                 "identity information it still carries is not covered",
+                "NOT covered: the attribute latent z_att (an attacker who holds the model can read what identity it "
+                "carries: privkit measures this leak, it does not bound it), the image regions and cues the "
+                "generator renders from z_att (pose, lighting, occlusion, skin tone), and the training faces",
                 *post,
                 "the networks are trained without DP: publish faces outside the training set",
             )
