@@ -9,6 +9,8 @@ Side by side, on the same synthetic unit-norm embeddings (Gaussian identity clus
 * ``isp_fit+apply``   — the two together (target: ≤ 1× the anchor);
 * ``leace_fit`` / ``leace_apply`` — the LEACE-style baseline (needs the d×d second moment: O(N·d²) in float64);
 * ``inlp_fit``        — INLP, a few iterations, from the same streaming statistics;
+* ``concept_erasure_leace_fit`` — the reference LEACE, EleutherAI's ``concept-erasure`` (0.2.4) with its defaults,
+                        on one-hot identities (skipped when the package is not installed);
 * ``apply_r=…``       — the projector at larger ranks, to show the O(N·d·r) scaling;
 * ``impostor_scan``   — all-pairs verification at the five default FARs for ``--verify-identities`` ×
                         ``--verify-images`` embeddings (chunked top-k impostor thresholds; no bootstrap).
@@ -115,6 +117,19 @@ def main(argv: list[str] | None = None) -> int:
         add("leace_apply", best_time(lambda: eraser(z), **rep), "oblique addmm + renormalise")
         inlp = lambda: INLPFitter(args.inlp_iterations).update(z, ids).projector  # noqa: E731
         add("inlp_fit", best_time(inlp, **rep), f"{args.inlp_iterations} iterations, ridge classifier")
+        try:
+            import concept_erasure
+        except ImportError:
+            print("concept-erasure is not installed (pip install concept-erasure==0.2.4): its row is skipped",
+                  file=sys.stderr)
+        else:
+            onehot = torch.nn.functional.one_hot(ids, m).to(z.dtype)
+
+            def reference_fit():  # EleutherAI's LEACE, its defaults (shrinkage, trace constraint)
+                return concept_erasure.LeaceFitter.fit(z, onehot).eraser
+
+            add("concept_erasure_leace_fit", best_time(reference_fit, **rep),
+                "EleutherAI concept-erasure 0.2.4 LeaceFitter.fit, one-hot identities (the reference LEACE)")
     vz, vid = synthetic(args.verify_identities * args.verify_images, d, args.verify_identities, seed=args.seed + 2, device=dev)
     vid = torch.arange(args.verify_identities, device=dev).repeat_interleave(args.verify_images)
     n_img = vz.shape[0]
@@ -133,6 +148,12 @@ def main(argv: list[str] | None = None) -> int:
     print(table[["step", "ms", "x_anchor", "note"]].to_string(index=False))
     ratio = float(table.loc[table["step"] == "isp_fit+apply", "x_anchor"].iloc[0])
     print(f"ISP fit+apply = {ratio:.2f}x the anchor ({'meets' if ratio <= 1 else 'misses'} the <= 1x target)")
+    ref = table.loc[table["step"] == "concept_erasure_leace_fit", "seconds"]
+    if len(ref):
+        fit_apply = float(table.loc[table["step"] == "isp_fit+apply", "seconds"].iloc[0])
+        speedup = float(ref.iloc[0]) / fit_apply
+        print(f"ISP fit+apply is {speedup:.1f}x faster than concept-erasure's LEACE fit "
+              f"({'meets' if speedup >= 5 else 'misses'} the >= 5x target)")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         table.to_csv(args.out, index=False)
