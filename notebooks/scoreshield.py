@@ -121,7 +121,7 @@ with timer("embeddings"):
           f"centred {float((eval_emb @ eval_emb.T)[eval_id[:, None] != eval_id[None]].mean()):.3f}")
 
 # %% [markdown]
-# ## 1. What the paper's calibration guarantees (PAPERS.md §3.8)
+# ## 1. What the paper's calibration guarantees (docs/scoreshield.md §5)
 # The paper calibrates σ = Δ·√(2 ln(2/δ))/ε, the classical Gaussian-mechanism rule, which is a valid
 # (ε, δ) guarantee only for ε < 1; its tables use ε from 15 to 100. `calibration="scoreshield"`
 # reproduces the paper's noise exactly, and every privkit release reports the δ that truly holds for
@@ -226,7 +226,7 @@ with timer("table1"):
 # template's feature is the usual IJB pooling: average the frames of each media, sum the media,
 # normalise (`X.template_features`). The pair score of two unit-norm template features is released
 # exactly like an image pair (regime i, Δ = 2): a template is the private record. The paper does not
-# say how templates interact with the noise (PAPERS.md §3.8 item 4); this is privkit's reading [I].
+# say how templates interact with the noise (docs/scoreshield.md §5, item 4); this is privkit's reading [I].
 # At the paper scale the NIST protocols are read from `data_root` (`paper_loaders.load_ijb`; IJB is
 # licensed, so a missing set is reported and skipped). At the default scale no IJB exists here, so
 # privkit forms an IJB-*style* protocol on the evaluated identities: disjoint templates of
@@ -375,7 +375,7 @@ with timer("figG2"):
 
 # %% [markdown]
 # ### Operating-point study (paper App. G/H, synthetic score families)
-# The paper's four synthetic families (Gaussian, Beta, mixture, Student-t; PAPERS.md §3.6) with its
+# The paper's four synthetic families (Gaussian, Beta, mixture, Student-t; docs/scoreshield.md §4) with its
 # (ε, δ, α) grid. For each target false-match rate α: the clean threshold τ_α, the false-match rate if
 # it is kept, the recalibrated threshold, whether α is attainable at all (α ≥ L(σ)), and the TPR.
 

@@ -29,7 +29,7 @@ def mp_delta(epsilon: float, sigma: float, sensitivity: float = 1.0) -> mpmath.m
     return mpmath.ncdf(d / (2 * s) - e * s / d) - mpmath.exp(e) * mpmath.ncdf(-d / (2 * s) - e * s / d)
 
 
-# ---------------------------------------------------------------- published values (PAPERS.md §3.8)
+# ---------------------------------------------------------------- published values (docs/scoreshield.md §5)
 # ScoreShield, Delta = 2, delta = 1e-4: the paper's sigma and the analytic sigma* actually needed.
 SCORESHIELD_TABLE = [(20, 0.445, 0.539), (35, 0.254, 0.362), (70, 0.127, 0.229), (100, 0.089, 0.182)]
 

@@ -41,7 +41,7 @@ def test_scoreshield_sigma_is_the_papers_and_guarantee_is_honest():
     E = unit(10, 4)
     r = release_scores(E[0], E, epsilon=20.0, delta=1e-4, generator=make_generator(0))
     assert r.sigma == pytest.approx(2.0 * math.sqrt(2.0 * math.log(2.0 / 1e-4)) / 20.0, rel=1e-12)
-    assert r.sigma == pytest.approx(0.445, abs=5e-4)  # PAPERS.md §3.8 table
+    assert r.sigma == pytest.approx(0.445, abs=5e-4)  # docs/scoreshield.md §5 table
     gt = r.guarantee
     assert gt.epsilon == 20.0 and gt.requested_delta == 1e-4
     assert gt.delta == pytest.approx(8.6e-3, rel=0.01)
@@ -59,7 +59,7 @@ def test_analytic_calibration_meets_the_request():
     r = release_scores(E[0], E, epsilon=20.0, delta=1e-4, calibration="analytic", generator=make_generator(0))
     assert r.guarantee.meets_request
     assert r.guarantee.delta <= 1e-4 * (1 + 1e-9)
-    assert r.sigma == pytest.approx(0.539, abs=1e-3)  # PAPERS.md §3.8: needed sigma* at eps=20
+    assert r.sigma == pytest.approx(0.539, abs=1e-3)  # docs/scoreshield.md §5: needed sigma* at eps=20
     # scoreshield's rule below eps = 1 is valid: request met, with a smaller true delta
     r1 = release_scores(E[0], E, epsilon=0.5, delta=1e-5, generator=make_generator(0))
     assert r1.guarantee.meets_request and r1.guarantee.delta < 1e-5

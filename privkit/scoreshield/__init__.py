@@ -1,7 +1,7 @@
 """ScoreShield (paper 3): differentially private release of similarity scores.
 
 Razeghi & Rahimi, "ScoreShield: Differentially Private Release of Similarity Scores"
-(arXiv 2607.25041); specification in ``papers/PAPERS.md`` §3.
+(arXiv 2607.25041); the facts relied on are restated in ``docs/scoreshield.md``.
 
 - :mod:`~privkit.scoreshield.release`: :func:`release_scores` (regime i, a query against a
   private gallery) and :func:`release_gram` (regime ii, the full cosine Gram), each returning

@@ -429,7 +429,7 @@ def operating_points(
     families: dict, *, epsilons: Sequence[float], deltas: Sequence[float], alphas: Sequence[float] = (1e-2, 1e-3),
     seed: int = 0,
 ) -> pd.DataFrame:
-    """The paper's operating-point study on synthetic score families (PAPERS.md §3.5–3.6).
+    """The paper's operating-point study on synthetic score families (docs/scoreshield.md §3–4).
 
     For each family, (ε, δ) and target FMR α: the clean threshold τ_α, the private FMR if it is
     kept, the recalibrated threshold on privatised impostor scores (attainable or not), the

@@ -102,7 +102,7 @@ PAPER = ScoreShieldConfig(
 )
 
 ARTEFACTS = (
-    ("tableC1_calibration", "the paper's sigma vs the analytic sigma* and the delta that truly holds (PAPERS.md 3.8)"),
+    ("tableC1_calibration", "the paper's sigma vs the analytic sigma* and the delta that truly holds (docs/scoreshield.md §5)"),
     ("fig2_error_scaling", "MSE/c of naive vs projected releases against n, both regimes and adjacencies (paper Fig. 2)"),
     ("table1_dp_verification", "DP face verification: accuracy and TAR@FAR with/without recalibration (paper Table 1 / H.1)"),
     ("table1b_template_verification", "DP template verification, IJB-style pooling (paper Table 1, IJB-B/C columns)"),

@@ -1,4 +1,4 @@
-"""Decisions on privatised scores (ScoreShield regime i, PAPERS.md §3.5).
+"""Decisions on privatised scores (ScoreShield regime i, docs/scoreshield.md §3).
 
 A verifier accepts a pair when its score exceeds a threshold τ.  After the Gaussian
 mechanism a released score is ŝ = clip_[−1,1](S + W), W ~ N(0, σ²).  With Q = 1 − Φ:
@@ -230,7 +230,7 @@ def recalibrate_threshold(
 
 @dataclass(frozen=True)
 class RecalibrationOffset:
-    """Model-based recalibration (PAPERS.md §3.5): FMR_priv(τ_α + Δτ) = α.
+    """Model-based recalibration (docs/scoreshield.md §3): FMR_priv(τ_α + Δτ) = α.
 
     Attributes:
         tau_clean: τ_α, the clean threshold with empirical FMR α (strict rule).
@@ -560,7 +560,7 @@ def bootstrap_ci(
 
 
 # ------------------------------------------------------------------------------------------
-# synthetic score families (PAPERS.md §3.6)
+# synthetic score families (docs/scoreshield.md §4)
 # ------------------------------------------------------------------------------------------
 
 
@@ -593,7 +593,7 @@ def _truncated(draw: Callable[[int], np.ndarray], n: int) -> np.ndarray:
 
 
 def synthetic_score_families(n: int, *, seed: int = 0) -> dict[str, ScoreFamily]:
-    """The four synthetic score families of ScoreShield's operating-point study (PAPERS.md §3.6).
+    """The four synthetic score families of ScoreShield's operating-point study (docs/scoreshield.md §4).
 
     Each has ``n`` genuine and ``n`` impostor scores (the paper uses 200,000 per side),
     truncated to (−1, 1) by rejection:

@@ -1,6 +1,6 @@
 """ScoreShield releases: noisy query-to-gallery scores (regime i) and noisy cosine Gram matrices (regime ii).
 
-Both are Gaussian mechanisms on unit embeddings (PAPERS.md §3.2):
+Both are Gaussian mechanisms on unit embeddings (docs/scoreshield.md §2):
 
 * :func:`release_scores` — ŝ = clip_[−1,1](E q + w), w ~ N(0, σ² I).  Replacing one
   gallery record changes one coordinate by |(e_i − e'_i)ᵀ q| ≤ 2, so Δ = 2; a smaller Δ is
@@ -73,7 +73,7 @@ ADJACENCIES: tuple[str, ...] = ("record", "gram")
 PROJECTIONS: tuple[str, ...] = ("nearest", "aap", "clip", "none")
 SOLVERS: tuple[str, ...] = ("newton", "dykstra")
 
-#: ℓ2 sensitivity of one query's score vector under record replacement (PAPERS.md §3.2).
+#: ℓ2 sensitivity of one query's score vector under record replacement (docs/scoreshield.md §2).
 QUERY_SENSITIVITY = 2.0
 SCORE_NEIGHBOURING = "record-level replacement of one gallery embedding (unit sphere)"
 SCORE_PROTECTS = "each gallery record's embedding"
