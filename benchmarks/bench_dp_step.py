@@ -26,9 +26,16 @@ minimum, and ratios of medians to ``plain``.  Peak memory: the largest amount
 of tensor memory allocated during one step above what was allocated before it
 (from the PyTorch profiler's allocation events; CPU only).
 
+With ``--backbone efficientnet_lite0`` the network is the default scale's frozen fine-tuning network (ImageNet
+EfficientNet-Lite0 frozen up to stride 16, trainable conv neck + SimCC head): every mode then steps the
+trainable part on cached frozen features, which is what a private step costs in that regime (the features
+are computed once per image, outside the step).  The issue's target there: a DP step <= 1.1x a non-private
+step of the same trainable part.
+
 Usage::
 
-    python benchmarks/bench_dp_step.py                 # batch 64, 3x64x64, 1 thread
+    python benchmarks/bench_dp_step.py                 # batch 64, 3x64x64, 1 thread, privkit's conv net
+    python benchmarks/bench_dp_step.py --backbone efficientnet_lite0 --size 128 --width 64 --batch 256
     python benchmarks/bench_dp_step.py --out build/bench_dp_step.csv
 """
 
@@ -47,6 +54,7 @@ import torch
 
 from privkit.dppose import build_pose_model, count_parameters, pose_loss, public_subspace_from_model
 from privkit.dppose.grads import add_gaussian_noise, clipped_grad_sum, trainable_parameters, unflatten_grads
+from privkit.dppose.train import _FromFeatures
 
 Step = Callable[[], None]
 
@@ -73,16 +81,30 @@ class _Criterion(torch.nn.Module):
         return simcc_kl_loss(out, tx, ty, w, reduction=self.reduction)
 
 
+def _network(args) -> torch.nn.Module:
+    if args.backbone == "efficientnet_lite0":
+        return build_pose_model(args.size, backbone="efficientnet_lite0", neck_width=args.width, seed=args.seed)
+    return build_pose_model(args.size, width=args.width, seed=args.seed)
+
+
 def build_modes(args) -> tuple[dict[str, Step], dict[str, object]]:
     x, kp, vis = _data(args.batch, args.size, args.seed)
-    ref = build_pose_model(args.size, width=args.width, seed=args.seed)
+    ref = _network(args)
+    frozen = ref.frozen is not None
+    if frozen:  # the step runs on the cached output of the frozen part
+        x = ref.features(x)
     tx, ty, w = ref.targets(kp, vis)
     batch = (x, tx, ty, w)
     clip, sigma, lr = args.clip, 1.0, 1e-3
-    info: dict[str, object] = {"params": count_parameters(ref)}
+    info: dict[str, object] = {"params": count_parameters(ref), "input": tuple(x.shape[1:])}
     modes: dict[str, Step] = {}
+    net = _network(args) if frozen else None
 
     def fresh():
+        if frozen:  # the trainable part (neck + head) of a fresh copy, fed cached features
+            import copy
+
+            return _FromFeatures(copy.deepcopy(net))
         return build_pose_model(args.size, width=args.width, seed=args.seed)
 
     # plain
@@ -163,6 +185,8 @@ def build_modes(args) -> tuple[dict[str, Step], dict[str, object]]:
 
     # projected: the subspace from m public per-sample gradients at the current weights
     pub_x, pub_kp, pub_vis = _data(args.m, args.size, args.seed + 1)
+    if frozen:
+        pub_x = ref.features(pub_x)
     pub = (pub_x, *ref.targets(pub_kp, pub_vis))
     proj_model = fresh()
     sub = public_subspace_from_model(proj_model, pose_loss, pub, k=args.k)
@@ -203,7 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--size", type=int, default=64, help="image side (64 or 128)")
-    p.add_argument("--width", type=int, default=16, help="pose-net base width")
+    p.add_argument("--width", type=int, default=16, help="pose-net base width (neck width on efficientnet_lite0)")
+    p.add_argument("--backbone", choices=("convnet", "efficientnet_lite0"), default="convnet",
+                   help="efficientnet_lite0: the frozen fine-tuning network, steps on cached features")
     p.add_argument("--clip", type=float, default=1e-3)
     p.add_argument("--k", type=int, default=100, help="subspace rank")
     p.add_argument("--m", type=int, default=128, help="public gradients per subspace refresh")
@@ -249,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
                  "min_ms": float("nan"), "ratio_to_plain": (proj + refresh / args.refresh) / plain,
                  "peak_mb": float("nan")})
 
-    print(f"pose net: {info['params']} parameters; batch {args.batch} x 3 x {args.size} x {args.size}; "
+    print(f"pose net ({args.backbone}): {info['params']} trainable parameters; batch {args.batch} x "
+          f"{' x '.join(map(str, info['input']))}{' cached features' if args.backbone != 'convnet' else ''}; "
           f"{args.threads} thread(s); torch {torch.__version__}; {args.repeats} interleaved repeats")
     print(f"privkit clipped sum vs opacus (hooks) clipped sum: max relative difference "
           f"{info['max_rel_diff_vs_opacus']:.2e}")
@@ -258,7 +285,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r['mode']:<26}{r['median_ms']:>11.1f}{r['min_ms']:>10.1f}{r['ratio_to_plain']:>9.2f}"
               f"{r['peak_mb']:>10.1f}")
     opacus_best = min(statistics.median(times[n]) for n in times if n.startswith("opacus"))
-    print(f"privkit DP step: {dp / plain:.2f}x plain (target <= 1.6x); "
+    target = 1.1 if args.backbone != "convnet" else 1.6
+    print(f"privkit DP step: {dp / plain:.2f}x plain (target <= {target}x: {'MET' if dp / plain <= target else 'NOT MET'}); "
           f"{opacus_best / dp:.2f}x faster than the fastest opacus mode")
     print(f"projection: +{100 * (proj - dp) / dp:.1f}% per step (target <= 10%); "
           f"+{100 * (proj + refresh / args.refresh - dp) / dp:.1f}% with one refresh every {args.refresh} steps "

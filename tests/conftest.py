@@ -23,7 +23,8 @@ KERNEL_MODULES = frozenset({
 })
 
 #: Tests of modules that also train networks: only the release tests (matched by name) are re-run.
-KERNEL_TESTS = {"test_synthesisnet.py": ("noise", "clipping", "privatize", "guarantee", "audit")}
+KERNEL_TESTS = {"test_synthesisnet.py": ("noise", "clipping", "privatize", "guarantee", "audit"),
+                "test_dppose_features.py": ("clipped_sum", "hooks")}
 
 
 def pytest_collection_modifyitems(config, items):

@@ -45,10 +45,12 @@ def test_presets_register_every_scale_and_artefact():
         assert cfg.k <= cfg.n_public_grads and all(k <= cfg.n_public_grads for k in cfg.k_grid)
         assert cfg.delta < 1e-4
     names = [a for a, _ in privkit.config.artefacts("dppose")]
-    assert len(names) == len(set(names)) == 11
+    assert len(names) == len(set(names)) == 12
     assert all(n.startswith(("fig", "table")) for n in names)
     default = privkit.config.load("dppose", "default")
-    assert default.epsilons == (0.2, 0.4, 0.6, 0.8) and len(default.clips) >= 2 and default.seeds >= 3
+    assert default.epsilons == (0.2, 0.4, 0.6, 0.8) and default.seeds >= 3
+    assert sorted(default.clips) == [0.01, 0.1, 1.0] and default.clips[0] == 0.1  # the paper's grid, C = 0.1 main
+    assert default.delta == 4e-5 and default.backbone == "efficientnet_lite0" and default.image_size >= 128
 
 
 # ------------------------------------------------------------------------------------------------- design
@@ -59,8 +61,8 @@ def test_default_design_covers_the_issue_with_each_run_once():
     assert len(keys) == len(set(keys))
     df = pd.DataFrame([{**dataclasses.asdict(r), "purposes": "+".join(r.purposes)} for r in runs])
     df = df.rename(columns={"clip": "clip_norm"})  # DataFrame.clip is a method
-    warm = df[df.init == "warm"]
-    c1, c2 = cfg.clips[0], cfg.clips[1]
+    warm = df[(df.init == "warm") & (df.view == "raw")]
+    c1 = cfg.clips[0]
 
     def eps_of(method, clip=c1, k=cfg.k, seed=5):
         d = warm[(warm.method == method) & (warm.clip_norm == clip) & (warm.seed == seed)]
@@ -68,32 +70,41 @@ def test_default_design_covers_the_issue_with_each_run_once():
             d = d[d.k == k]
         return sorted(d.epsilon)
 
-    assert eps_of("dpsgd") == eps_of("feature_projective") == [0.2, 0.4, 0.6, 0.8]
-    assert eps_of("projected") == eps_of("feature") == [0.2, 0.8]
     for m in ("dpsgd", "projected", "feature", "feature_projective"):
-        assert eps_of(m, clip=c2) == [0.8]
-    for m in ("dpsgd", "feature_projective", "nonprivate"):
+        assert eps_of(m) == [0.2, 0.4, 0.6, 0.8]
+    for c in cfg.clips[1:]:
+        for m in ("dpsgd", "feature_projective"):
+            assert eps_of(m, clip=c) == [0.8]
+        for m in ("projected", "feature"):
+            assert eps_of(m, clip=c) == []
+    for m in ("dpsgd", "projected", "feature", "feature_projective", "nonprivate"):
         seeds = sorted(warm[(warm.method == m) & warm.purposes.str.contains("seeds")
+                            & ((warm.epsilon == 0.8) | warm.epsilon.isna())
                             & ((warm.clip_norm == c1) | warm.clip_norm.isna()) & ((warm.k == cfg.k) | warm.k.isna())].seed)
         assert seeds == [5, 6, 7]
+    low = warm[(warm.method == "dpsgd") & (warm.epsilon == 0.2) & warm.purposes.str.contains("seeds")]
+    assert sorted(low.seed) == [5, 6, 7]  # DP-SGD's rise with epsilon is judged against the seed spread
+    blurred = df[df.view == "blurred"]
+    assert len(blurred) == 1 and blurred.method.iloc[0] == "nonprivate" and blurred.purposes.iloc[0] == "blurred"
     scratch = df[df.init == "scratch"]
-    assert set(scratch.method) == {"nonprivate", "dpsgd", "feature_projective"}
+    assert set(scratch.method) == {"nonprivate", "dpsgd", "feature", "feature_projective"}
     assert (scratch[scratch.method != "nonprivate"].epsilon == 0.8).all()
     ks = sorted(warm[(warm.method == "feature_projective") & warm.purposes.str.contains(r"\bk\b")].k)
     assert ks == sorted(set(cfg.k_grid) | {cfg.k})
     # the run serving several questions is trained once and carries every purpose
-    hub = [r for r in runs if r.key == ("feature_projective", "warm", 0.8, c1, cfg.k, 5)]
+    hub = [r for r in runs if r.key == ("feature_projective", "warm", 0.8, c1, cfg.k, 5, "raw")]
     assert len(hub) == 1 and set(hub[0].purposes) == {"grid", "clip", "seeds", "init", "k"}
     assert all(r.epsilon is None and r.clip is None and r.k is None for r in runs if r.method == "nonprivate")
     assert all(r.k is None for r in runs if r.method in ("dpsgd", "feature"))
-    assert len(runs) == 28
+    assert len(runs) == 40
 
 
 def test_smoke_design_has_the_five_methods_and_one_epsilon():
     runs = X.design_runs(privkit.config.load("dppose", "smoke"))
     assert {r.method for r in runs} == set(X.METHODS)
     assert {r.epsilon for r in runs if r.epsilon is not None} == {0.8}
-    assert {r.clip for r in runs if r.clip is not None} == {0.01}
+    assert {r.clip for r in runs if r.clip is not None} == {0.1}
+    assert [r.view for r in runs].count("blurred") == 1 and "on blurred images" in runs[1].label
     assert "seed=0" in runs[0].label and "eps=" not in runs[0].label
 
 
@@ -184,6 +195,23 @@ def test_paper_comparison_lists_the_papers_numbers_beside_ours():
     assert math.isnan(comp.loc[("projected", 0.8)].ours_pckh)  # not run in this table
 
 
+def test_verdict_uses_the_seed_spread_and_a_machine_drift_floor():
+    v = X.verdict([20.0, 21.0, 22.0], [10.0, 11.0, 12.0], sd=1.0)
+    assert v["verdict"] == "holds" and v["diff"] == pytest.approx(10.0)
+    assert v["margin"] == pytest.approx(max(2 * math.sqrt(2 / 3), X.MACHINE_DRIFT))
+    assert X.verdict([10.0], [20.0], sd=1.0)["verdict"] == "does not hold"
+    assert X.verdict([10.5], [10.0], sd=0.01)["verdict"] == "not resolvable"  # inside the 1-point drift floor
+    assert X.verdict([14.0], [10.0], sd=3.0)["verdict"] == "not resolvable"  # margin 2*3*sqrt(2) = 8.5
+    assert X.verdict([], [10.0], sd=1.0)["verdict"].startswith("not resolvable: not run")
+    assert X.verdict([12.0], [10.0], sd=float("nan"))["verdict"].startswith("not resolvable: no seed spread")
+
+
+def test_pooled_seed_sd_pools_the_cells_with_several_seeds():
+    t = _table()  # three cells with 3 seeds: sd 1, 1, sqrt(3)
+    assert X.pooled_seed_sd(t) == pytest.approx(math.sqrt((1 + 1 + 3) / 3))
+    assert math.isnan(X.pooled_seed_sd(t[t.seed == 0]))
+
+
 def test_claims_table_compares_like_with_like():
     t = _table()
     extra = pd.DataFrame([
@@ -197,19 +225,23 @@ def test_claims_table_compares_like_with_like():
          "purposes": "clip", "pckh": 4.0},
     ])
     c = X.claims_table(pd.concat([t, extra], ignore_index=True), epsilons=(0.2, 0.8), clip=0.01,
-                       other_clips=(1.0,), k=100, seed=0).set_index("claim")
-    fp = c.loc["feature-projective DP > DP-SGD at every epsilon (C main)"]
-    assert fp.holds is True and "eps=0.2: 20.00 vs 10.00" in fp.ours and "eps=0.8: 22.00 vs 14.00" in fp.ours
-    assert c.loc["projected DP-SGD > DP-SGD"].holds is None  # never trained here
-    assert c.loc["projected DP-SGD > DP-SGD"].ours == "not run at this scale"
-    assert c.loc["DP-SGD improves with epsilon"].holds is True
-    assert c.loc["feature-projective DP > DP-SGD at C=1"].holds is False  # 4 vs 5: reported, not hidden
-    assert c.loc["feature-projective DP > DP-SGD from scratch"].holds is True
-    warm = c.loc["public-data warm start > training from scratch"]
-    assert warm.holds is True and "nonprivate: 30.00 vs 9.00" in warm.ours
+                       other_clips=(1.0,), k=100).set_index("claim")
+    fp = c.loc["feature-projective DP > DP-SGD at eps=0.8"]
+    # every seed of a cell is used: means 23 vs 15, sd pooled 1.29 -> margin 2.1
+    assert fp.verdict == "holds" and "eps=0.8: 23.00 vs 15.00" in fp.ours and fp.n_runs == "3 vs 3"
+    assert c.loc["feature-projective DP > DP-SGD at eps=0.2"].verdict == "holds"  # 20 vs 10, single runs
+    assert c.loc["projected DP-SGD >= DP-SGD at eps=0.8"].verdict == "not resolvable: not run at this scale"
+    assert c.loc["projected DP-SGD >= DP-SGD at eps=0.8"].ours == "not run at this scale"
+    assert c.loc["DP-SGD improves with epsilon (0.2 -> 0.8)"].verdict == "holds"  # 15 vs 10
+    assert c.loc["feature-projective DP > DP-SGD at C=1"].verdict == "not resolvable"  # 4 vs 5, margin 3.7
+    assert c.loc["feature-projective DP > DP-SGD from scratch"].verdict == "holds"  # 9.5 vs 3
+    warm = c.loc["public-data warm start > from scratch (nonprivate)"]
+    assert warm.verdict == "holds" and "31.00 vs 9.00" in warm.ours
+    assert c.loc["non-private on raw > non-private on blurred images"].verdict.startswith("not resolvable")
     assert all(isinstance(p, str) and p for p in c.paper)
+    assert set(c.verdict.str.split(":").str[0]) <= {"holds", "does not hold", "not resolvable"}
     with pytest.raises(InvalidArgumentError):
-        X.claims_table(t, epsilons=(), clip=0.01, other_clips=(), k=100, seed=0)
+        X.claims_table(t, epsilons=(), clip=0.01, other_clips=(), k=100)
 
 
 # ------------------------------------------------------------------------------------------------- running

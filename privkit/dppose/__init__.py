@@ -1,8 +1,11 @@
 """Paper 2: differentially private 2D human pose estimation (Sivangi, Henderson, Deligianni, CVPR 2026).
 
-* :mod:`~privkit.dppose.model`: a compact GroupNorm pose network with a SimCC
+* :mod:`~privkit.dppose.model`: pose networks with the paper's SimCC
   coordinate-classification head, Gaussian soft labels, the KL loss and
-  arg-max decoding (and the paper's TinyViT-5M backbone when its weights are given);
+  arg-max decoding: ImageNet EfficientNet-Lite0 frozen up to stride 16 with a
+  trainable neck (the default scale), a compact GroupNorm conv net, and the
+  paper's TinyViT-5M backbone when its weights are given;
+* :mod:`~privkit.dppose.features`: the frozen-feature cache of frozen fine-tuning;
 * :mod:`~privkit.dppose.metrics`: PCKh (MPII conventions);
 * :mod:`~privkit.dppose.grads`: per-sample gradients (torch.func or layer hooks),
   per-record clipping and the fast clipped sum;
@@ -13,6 +16,7 @@
 
 from __future__ import annotations
 
+from .features import CachedFeatures, cache_features
 from .grads import (
     ClippedSum,
     add_gaussian_noise,
@@ -29,6 +33,8 @@ from .metrics import PCKhResult, pckh
 from .model import (
     BACKBONES,
     NUM_JOINTS,
+    ConvNeck,
+    EfficientNetPyramid,
     PoseNet,
     build_pose_model,
     count_parameters,
@@ -51,6 +57,9 @@ from .train import (
 
 __all__ = [
     "BACKBONES",
+    "CachedFeatures",
+    "ConvNeck",
+    "EfficientNetPyramid",
     "METHODS",
     "NUM_JOINTS",
     "ClippedSum",
@@ -61,6 +70,7 @@ __all__ = [
     "TrainResult",
     "add_gaussian_noise",
     "build_pose_model",
+    "cache_features",
     "clip_factors",
     "clip_per_sample",
     "clipped_grad_sum",

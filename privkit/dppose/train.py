@@ -52,6 +52,7 @@ from ..errors import InsufficientDataError, InvalidArgumentError, MissingResourc
 from ..privacy.accounting import ACCOUNTANTS, accountant_for, epsilon_from_history, noise_multiplier_for
 from ..privacy.guarantee import PrivacyGuarantee
 from ..privacy.samplers import make_generator
+from .features import CachedFeatures
 from .grads import (
     ClippedSum,
     add_gaussian_noise,
@@ -160,7 +161,10 @@ def pose_loss(output: tuple[torch.Tensor, torch.Tensor], target_x: torch.Tensor,
 
 def pose_batch(model: nn.Module, data: PoseSet, index: torch.Tensor | None = None, *,
                device: torch.device | None = None, transform=None) -> tuple[torch.Tensor, ...]:
-    """``(images, target_x, target_y, weight)`` for rows ``index`` of ``data`` (all rows if None)."""
+    """``(images, target_x, target_y, weight)`` for rows ``index`` of ``data`` (all rows if None).
+
+    For :class:`~privkit.dppose.features.CachedFeatures` the first element holds the cached features.
+    """
     images = data.images if index is None else data.images[index]
     kp = data.keypoints if index is None else data.keypoints[index]
     vis = data.visible if index is None else data.visible[index]
@@ -205,16 +209,19 @@ def private_clipped_sum(
 
 
 def evaluate_pckh(model: nn.Module, data: PoseSet, *, alpha: float = 0.5, batch_size: int = 256) -> PCKhResult:
-    """PCKh@alpha of ``model``'s arg-max predictions on ``data``."""
+    """PCKh@alpha of ``model``'s arg-max predictions on ``data`` (images, or :class:`CachedFeatures`)."""
     _check_poseset("data", data, model)
-    pred = model.predict(data.images, batch_size=batch_size)
+    pred = model.predict(data.images, batch_size=batch_size, features=isinstance(data, CachedFeatures))
     return pckh(pred, data.keypoints, data.visible, data.head_box, alpha=alpha)
 
 
 def _check_poseset(name: str, data: Any, model: nn.Module | None = None, *, finite: bool = True) -> None:
     if not isinstance(data, PoseSet):
         raise InvalidArgumentError(f"{name} must be a privkit.data.types.PoseSet, got {type(data).__name__}")
-    if data.images.ndim != 4 or data.images.shape[1] != 3:
+    cached = isinstance(data, CachedFeatures)
+    if cached and data.images.ndim != 4:
+        raise ShapeError(f"{name}.images (cached features) must have shape (N, C, h, w), got {tuple(data.images.shape)}")
+    if not cached and (data.images.ndim != 4 or data.images.shape[1] != 3):
         raise ShapeError(f"{name}.images must have shape (N, 3, H, W), got {tuple(data.images.shape)}")
     # A non-finite record must stop training before it starts: inside DP-SGD a NaN that surfaces only when its
     # record is Poisson-sampled would reveal that record's membership without noise.
@@ -226,7 +233,15 @@ def _check_poseset(name: str, data: Any, model: nn.Module | None = None, *, fini
                 f"{name}.{field_name} contains NaN or inf values in {bad.numel()} record(s) (first at index "
                 f"{int(bad[0])}); every value must be finite"
             )
-    if model is not None and tuple(data.images.shape[-2:]) != tuple(model.input_size):
+    if model is not None and cached:
+        if getattr(model, "frozen", None) is None:
+            raise InvalidArgumentError(f"{name} holds cached features, but the model has no frozen part")
+        if tuple(data.images.shape[1:]) != tuple(model.feature_shape) or tuple(data.input_size) != tuple(model.input_size):
+            raise ShapeError(
+                f"{name} holds features of shape {tuple(data.images.shape[1:])} from {tuple(data.input_size)} images; "
+                f"the model's frozen part gives {tuple(model.feature_shape)} from {tuple(model.input_size)} images"
+            )
+    elif model is not None and tuple(data.images.shape[-2:]) != tuple(model.input_size):
         raise ShapeError(
             f"{name} has {tuple(data.images.shape[-2:])} images but the model expects {tuple(model.input_size)}"
         )
@@ -275,6 +290,18 @@ def _check_disjoint(private_set: PoseSet, public_set: PoseSet) -> None:
         return {row.numpy().tobytes() for row in flat}
     if keys(private_set.images) & keys(public_set.images):
         raise InvalidArgumentError("public_set must be disjoint from private_set, but they share identical images")
+
+
+class _FromFeatures(nn.Module):
+    """The trainable part of a PoseNet with a frozen front, fed cached features (same parameters, same names)."""
+
+    def __init__(self, net: nn.Module):
+        super().__init__()
+        self.backbone = net.backbone
+        self.head = net.head
+
+    def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.head(self.backbone(features))
 
 
 def _seeds(seed: int, n: int) -> list[int]:
@@ -401,6 +428,7 @@ def train(
     max_noise_multiplier: float = 1e4,
     noise_multiplier: float | None = None,
     secure: bool = False,
+    blurred_set: PoseSet | None = None,
 ) -> TrainResult:
     """Train a pose network, privately or not.
 
@@ -408,7 +436,11 @@ def train(
         model: A :class:`~privkit.dppose.model.PoseNet` (copied, not
             modified), or None for :func:`build_pose_model` at the data's
             image size (initialised with ``seed``).
-        private_set: The private training data.
+        private_set: The private training data: images, or
+            :class:`~privkit.dppose.features.CachedFeatures` of the model's
+            frozen part (frozen fine-tuning: a step then runs only the
+            trainable part; ``public_set`` and ``blurred_set`` must be cached
+            features too).
         method: ``"nonprivate"``, ``"dpsgd"``, ``"projected"``, ``"feature"``
             or ``"feature_projective"`` (see the module docstring).
         epsilon: Target epsilon ``> 0`` (private methods).
@@ -425,6 +457,11 @@ def train(
         blur: ``psi`` for the feature methods: a :class:`GaussianBlur` or
             ``(kernel_size, sigma)``; default the paper's blur scaled to the
             image height (:meth:`GaussianBlur.for_size`).
+        blurred_set: The public view ``psi(x)`` of every private record,
+            precomputed, row for row (same keypoints); required by the feature
+            methods when ``private_set`` holds cached features (cache it with
+            ``cache_features(model, private_set_images, transform=psi)``),
+            and then ``blur`` only describes it.
         lr: Learning rate ``> 0``.
         seed: Seed of the model initialisation, the sampling and the noise.
         device: ``"auto"``, ``"cpu"``, ``"cuda"`` or a ``torch.device``.
@@ -447,7 +484,10 @@ def train(
         noise_multiplier: Use this ``sigma`` instead of calibrating it to
             ``epsilon`` (e.g. to reproduce a paper's noise level); ``epsilon`` may
             then be None.  The guarantee is computed from the steps run either way
-            and flags a requested ``epsilon`` that is not met.
+            and flags a requested ``epsilon`` that is not met.  ``0`` runs the
+            method's clipping, projection and public view *without noise*: a
+            diagnostic control that is NOT private (its guarantee says
+            ``epsilon = inf``); ``epsilon`` must then be None.
         secure: Draw the Poisson sampling and the noise from generators seeded
             with the operating system's entropy instead of ``seed`` (what a
             deployment needs; ``seed`` then only initialises the model).  The
@@ -504,10 +544,25 @@ def train(
         sub_k = check_int("k", k, minimum=1, maximum=m_pub)
         sub_refresh = 50 if refresh is None else check_int("refresh", refresh, minimum=1)
         _check_disjoint(private_set, public_set)
+    cached = isinstance(private_set, CachedFeatures)
+    if cached and method in _PROJECTED and not isinstance(public_set, CachedFeatures):
+        raise InvalidArgumentError("private_set holds cached features, so public_set must be CachedFeatures of the "
+                                   "same frozen part")
+    if method in _FEATURE and blurred_set is not None:
+        _check_poseset("blurred_set", blurred_set)
+        if len(blurred_set) != n or not torch.equal(blurred_set.keypoints, private_set.keypoints):
+            raise InvalidArgumentError("blurred_set must hold psi(x) of every private record, row for row (same "
+                                       f"length {n} and keypoints as private_set)")
+        if isinstance(blurred_set, CachedFeatures) != cached:
+            raise InvalidArgumentError("blurred_set and private_set must both be images or both be cached features")
+    elif method in _FEATURE and cached:
+        raise InvalidArgumentError(f"method={method!r} on cached features needs blurred_set: the cached features of "
+                                   "psi(x) for every private record (cache_features(..., transform=psi))")
     psi: GaussianBlur | None = None
     if method in _FEATURE:
         if blur is None:
-            psi = GaussianBlur.for_size(int(private_set.images.shape[-2]))
+            height = private_set.input_size[0] if cached else int(private_set.images.shape[-2])
+            psi = GaussianBlur.for_size(int(height))
         elif isinstance(blur, GaussianBlur):
             psi = blur
         elif isinstance(blur, (tuple, list)) and len(blur) == 2:
@@ -517,6 +572,8 @@ def train(
 
     # model
     if model is None:
+        if cached:
+            raise InvalidArgumentError("private_set holds cached features; pass the model they were computed with")
         hw = tuple(private_set.images.shape[-2:])
         net: nn.Module = build_pose_model(hw, seed=seed)
     else:
@@ -529,8 +586,11 @@ def train(
     _check_poseset("private_set", private_set, net, finite=False)  # values were checked above; now the shape
     if public_set is not None and method in _PROJECTED:
         _check_poseset("public_set", public_set, net, finite=False)
+    if blurred_set is not None and method in _FEATURE:
+        _check_poseset("blurred_set", blurred_set, net, finite=False)
     check_per_record_model(net)
     params = trainable_parameters(net)
+    fwd: nn.Module = _FromFeatures(net) if cached else net  # what a step differentiates
     if not params:
         raise InvalidArgumentError("model has no trainable parameters")
 
@@ -540,7 +600,12 @@ def train(
     sigma = None
     relation = neighbouring_for(method) if private else "add_remove"
     acct = accountant_for(relation, accountant)
-    if private and noise_multiplier is not None:
+    no_noise = private and noise_multiplier is not None and check_real("noise_multiplier", noise_multiplier) == 0.0
+    if no_noise and epsilon is not None:
+        raise InvalidArgumentError("noise_multiplier=0 (the no-noise control) is not private; pass epsilon=None")
+    if no_noise:
+        sigma = 0.0
+    elif private and noise_multiplier is not None:
         sigma = check_positive("noise_multiplier", noise_multiplier)
     elif private:
         sigma = noise_multiplier_for(target_epsilon=eps_req, delta=dlt, sample_rate=q, steps=total,
@@ -585,7 +650,7 @@ def train(
                 if idx.numel() == 0:
                     idx = perm[:bsz]
                 batch = pose_batch(net, private_set, idx, device=dev)
-                loss = pose_loss(net(batch[0]), *batch[1:])
+                loss = pose_loss(fwd(batch[0]), *batch[1:])
                 loss.backward()
                 window["loss"] += float(loss.detach())
                 window["bs"] += idx.numel()
@@ -596,13 +661,14 @@ def train(
                     else:
                         pidx = torch.randperm(len(public_set), generator=g_public)[:m_pub]
                     pub = pose_batch(net, public_set, pidx, device=dev)
-                    subspace = public_subspace_from_model(net, pose_loss, pub, k=sub_k, method=per_sample_method,
+                    subspace = public_subspace_from_model(fwd, pose_loss, pub, k=sub_k, method=per_sample_method,
                                                           allow_lower_rank=True)
                 mask = torch.rand(n, generator=g_sample) < q
                 idx = mask.nonzero().squeeze(1)
                 batch = pose_batch(net, private_set, idx, device=dev)
-                cs = private_clipped_sum(net, batch, method=method, clip=c_norm, per_sample_method=per_sample_method)
-                g = add_gaussian_noise(cs.flat(), clip=c_norm, noise_multiplier=sigma, generator=g_noise) / bsz
+                cs = private_clipped_sum(fwd, batch, method=method, clip=c_norm, per_sample_method=per_sample_method)
+                g = (cs.flat() if no_noise else
+                     add_gaussian_noise(cs.flat(), clip=c_norm, noise_multiplier=sigma, generator=g_noise)) / bsz
                 acc_steps += 1
                 if subspace is not None:
                     g = subspace.project(g)
@@ -610,8 +676,11 @@ def train(
                     fmask = torch.rand(n, generator=g_feature) < q
                     fidx = fmask.nonzero().squeeze(1)
                     if fidx.numel() > 0:
-                        fb = pose_batch(net, private_set, fidx, device=dev, transform=psi)
-                        ploss = pose_loss(net(fb[0]), *fb[1:])
+                        if blurred_set is not None:
+                            fb = pose_batch(net, blurred_set, fidx, device=dev)
+                        else:
+                            fb = pose_batch(net, private_set, fidx, device=dev, transform=psi)
+                        ploss = pose_loss(fwd(fb[0]), *fb[1:])
                         gp = torch.autograd.grad(ploss, list(params.values()), allow_unused=True)
                         gp_flat = torch.cat([(torch.zeros_like(p) if t is None else t).reshape(-1)
                                              for p, t in zip(params.values(), gp)])
@@ -635,8 +704,8 @@ def train(
                     "loss": window["loss"] / window["n"], "batch_size": window["bs"] / window["n"],
                 }
                 if private:
-                    entry["eps_so_far"] = epsilon_from_history([(sigma, q, acc_steps)], delta=dlt,
-                                                               accountant=acct, neighbouring=relation)
+                    entry["eps_so_far"] = math.inf if no_noise else epsilon_from_history(
+                        [(sigma, q, acc_steps)], delta=dlt, accountant=acct, neighbouring=relation)
                     entry["clipped_fraction"] = (window["clipped"] / window["clipped_n"]
                                                  if window["clipped_n"] else float("nan"))
                 else:
@@ -655,9 +724,15 @@ def train(
         "method": method, "epsilon": eps_req, "delta": dlt, "clip": c_norm, "epochs": epochs, "batch_size": bsz,
         "k": sub_k, "refresh": sub_refresh, "n_public": m_pub, "blur": None if psi is None else psi.describe(),
         "lr": lr_v, "seed": seed, "accountant": acct, "neighbouring": relation, "public_weight": pub_w if method in _FEATURE else None,
-        "optimizer": optimizer, "weight_decay": wd, "n_private": n, "device": str(dev), "secure": secure,
+        "optimizer": optimizer, "weight_decay": wd, "n_private": n, "device": str(dev), "secure": secure, "cached_features": cached,
     }
-    if private:
+    if no_noise:
+        guarantee = PrivacyGuarantee(
+            epsilon=math.inf, delta=1.0, neighbouring="any change of the training data",
+            protects="nothing: a no-noise control (noise_multiplier=0), for diagnosis only",
+            mechanism=f"{method} with clipping (C={c_norm:g}) and everything else of the method, but no noise",
+        )
+    elif private:
         eps = epsilon_from_history([(sigma, q, acc_steps)], delta=dlt, accountant=acct, neighbouring=relation)
         guarantee = _guarantee(method, epsilon_req=eps_req, delta=dlt, eps=eps, sigma=sigma, clip=c_norm, q=q,
                                steps=acc_steps, accountant=acct, blur=psi, k=sub_k, public_weight=pub_w,
