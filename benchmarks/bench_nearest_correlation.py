@@ -5,7 +5,10 @@ A = S + ½(W + Wᵀ) with W_ij ~ N(0, σ²), σ = 0.5.  Every solver is asked fo
 ``--feas`` (1e-6) and timed against the anchor unit, one float64 ``torch.linalg.eigh`` of an
 n×n matrix on the same device:
 
-* ``newton``   privkit's Qi–Sun dual Newton (tol = feas);
+* ``newton``   privkit's Qi–Sun dual Newton (tol = feas), warm-started by the free scalar shift of the
+  dual variable (see ``privkit.scoreshield.projection``);
+* ``newton-cold``  the same solver from Qi–Sun's cold start y₀ = 1 − diag(A) (no shift), for comparison;
+* ``dual-lbfgs``  reference: L-BFGS on the same dual (one eigh per evaluation);
 * ``dykstra``  privkit's Higham–Dykstra alternating projections (relative tol = feas);
 * ``aap``      ScoreShield Algorithm 3 (tol = feas, at most 500 sweeps as in the paper);
 * ``clip``     one eigendecomposition: clip negative eigenvalues, rescale the diagonal;
@@ -22,10 +25,13 @@ memory).  The input A itself (8n² bytes) is not counted.
 
 Usage::
 
-    python benchmarks/bench_nearest_correlation.py --n 500 1000 2000 --out build/bench_ncm.csv
+    python benchmarks/bench_nearest_correlation.py --n 500 1000 2000 --threads 1 \
+        --limit aap:1000 --limit statsmodels:1000 --out build/bench_ncm.csv
 
-The issue's targets, checked at the largest n: Newton reaches the tightest solution to 1e-6
-(relative) in at most 12 eighs' time and at least 15x faster than Dykstra.
+The issue's targets, checked at the largest n (each printed as MET / NOT MET): Newton reaches the
+tightest solution to 1e-6 (relative Frobenius difference) in at most 6 eighs' time, at least 15x faster
+than Dykstra and faster than the dual L-BFGS reference.  Wall-clock ratios on a shared CPU are noisy;
+the eigendecomposition counts are not.
 """
 
 from __future__ import annotations
@@ -46,9 +52,29 @@ from pathlib import Path
 import torch
 
 from privkit.device import resolve_device
-from privkit.scoreshield.projection import clip_to_correlation, correlation_residuals, nearest_correlation
+from privkit.scoreshield import projection
+from privkit.scoreshield.projection import (
+    DEFAULT_MAX_ITER,
+    clip_to_correlation,
+    correlation_residuals,
+    nearest_correlation,
+    symmetric_from_upper,
+)
 
-METHODS = ("eigh", "newton", "dual-lbfgs", "dykstra", "aap", "clip", "statsmodels")
+METHODS = ("eigh", "newton", "newton-cold", "dual-lbfgs", "dykstra", "aap", "clip", "statsmodels")
+
+#: The issue's targets at the largest n.
+TARGET_EIGHS = 6.0
+TARGET_REL_DIFF = 1e-6
+TARGET_VS_DYKSTRA = 15.0
+
+
+def newton_cold(A: torch.Tensor, tol: float) -> tuple[torch.Tensor, dict]:
+    """privkit's Newton from Qi–Sun's cold start y₀ = 1 − diag(A), without the warm-start shift."""
+    G = A.detach().double()
+    G = 0.5 * (G + G.T)
+    X, info = projection._newton(G[None], tol, DEFAULT_MAX_ITER["newton"], warm_start=False)
+    return symmetric_from_upper(X[0]).to(A.dtype), info
 
 
 def dual_lbfgs(A: torch.Tensor, tol: float, max_iter: int = 2000) -> tuple[torch.Tensor, dict]:
@@ -221,6 +247,9 @@ def run(args: argparse.Namespace) -> list[dict]:
         for name in args.methods:
             if name == "eigh":
                 continue
+            if n > args.limits.get(name, n):
+                print(f"  n={n:5d} {name:12s} skipped (--limit {name}:{args.limits[name]})", flush=True)
+                continue
             if name in ("newton", "dykstra", "aap"):
                 kw = dict(method=name, tol=args.feas, return_diagnostics=True, verify=False,
                           raise_on_max_iter=False)
@@ -228,6 +257,9 @@ def run(args: argparse.Namespace) -> list[dict]:
                     kw["max_iter"] = args.dykstra_max_iter
                 (X, diag), sec, mem = timed(lambda kw=kw: nearest_correlation(A, **kw), device)
                 record(name, X, sec, mem, diag.to_dict())
+            elif name == "newton-cold":
+                (X, info), sec, mem = timed(lambda: newton_cold(A, args.feas), device)
+                record(name, X, sec, mem, info)
             elif name == "dual-lbfgs":
                 (X, info), sec, mem = timed(lambda: dual_lbfgs(A, args.feas), device)
                 record(name, X, sec, mem, info)
@@ -261,25 +293,38 @@ def run(args: argparse.Namespace) -> list[dict]:
 
 
 def check_targets(rows: list[dict]) -> list[str]:
-    """The issue's targets at the largest n that has both newton and dykstra."""
+    """The issue's targets at the largest n that has newton, each line ending in MET or NOT MET."""
     lines = []
     by = {(r["n"], r["method"]): r for r in rows}
-    ns = sorted({r["n"] for r in rows if (r["n"], "newton") in by and (r["n"], "dykstra") in by})
+    ns = sorted({r["n"] for r in rows if (r["n"], "newton") in by})
     if not ns:
-        ns = sorted({r["n"] for r in rows if (r["n"], "newton") in by})
-        if not ns:
-            return lines
+        return lines
     n = ns[-1]
     nw = by[(n, "newton")]
-    lines.append(f"target n={n}: newton = {nw['ratio_to_eigh']:.1f} eighs (target <= 12): "
-                 f"{'MET' if nw['ratio_to_eigh'] <= 12 else 'NOT MET'}")
+
+    def verdict(ok: bool) -> str:
+        return "MET" if ok else "NOT MET"
+
+    lines.append(f"target n={n}: newton = {nw['ratio_to_eigh']:.1f} eighs' time ({nw['eigendecompositions']} eighs; "
+                 f"target <= {TARGET_EIGHS:g}): {verdict(nw['ratio_to_eigh'] <= TARGET_EIGHS)}")
     lines.append(f"target n={n}: newton relative difference to the tightest solution {nw['rel_diff_to_tightest']:.2e} "
-                 f"(target <= 1e-6): {'MET' if nw['rel_diff_to_tightest'] <= 1e-6 else 'NOT MET'}")
+                 f"(target <= {TARGET_REL_DIFF:g}): {verdict(nw['rel_diff_to_tightest'] <= TARGET_REL_DIFF)}")
     if (n, "dykstra") in by:
-        dk = by[(n, "dykstra")]
-        speed = dk["seconds"] / nw["seconds"]
-        lines.append(f"target n={n}: newton is {speed:.1f}x faster than dykstra (target >= 15x): "
-                     f"{'MET' if speed >= 15 else 'NOT MET'}")
+        speed = by[(n, "dykstra")]["seconds"] / nw["seconds"]
+        lines.append(f"target n={n}: newton is {speed:.1f}x faster than dykstra (target >= {TARGET_VS_DYKSTRA:g}x): "
+                     f"{verdict(speed >= TARGET_VS_DYKSTRA)}")
+    else:
+        lines.append(f"target n={n}: newton vs dykstra: not checked (dykstra not run at n={n})")
+    if (n, "dual-lbfgs") in by:
+        speed = by[(n, "dual-lbfgs")]["seconds"] / nw["seconds"]
+        lines.append(f"target n={n}: newton is {speed:.1f}x faster than dual L-BFGS (target > 1x): "
+                     f"{verdict(speed > 1.0)}")
+    else:
+        lines.append(f"target n={n}: newton vs dual L-BFGS: not checked (dual-lbfgs not run at n={n})")
+    if (n, "newton-cold") in by:
+        cold = by[(n, "newton-cold")]
+        lines.append(f"(n={n}: the cold start takes {cold['ratio_to_eigh']:.1f} eighs' time, "
+                     f"{cold['eigendecompositions']} eighs)")
     return lines
 
 
@@ -301,7 +346,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cpu", help="cpu | cuda | auto")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: leave as is)")
     p.add_argument("--out", type=Path, default=None, help="CSV path for the results")
+    p.add_argument("--limit", action="append", default=[], metavar="METHOD:N",
+                   help="run METHOD only at n <= N (repeatable), e.g. --limit aap:1000 --limit statsmodels:1000")
     args = p.parse_args(argv)
+    args.limits = {}
+    for item in args.limit:
+        name, _, value = item.partition(":")
+        if name not in METHODS or not value.isdigit():
+            p.error(f"--limit expects METHOD:N with METHOD in {METHODS}, got {item!r}")
+        args.limits[name] = int(value)
     if "dykstra" not in args.methods and "statsmodels" in args.methods and args.statsmodels_iters is None \
             and max(args.n) > args.statsmodels_max_n:
         args.statsmodels_iters = 100

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from privkit.errors import ConvergenceError, InvalidArgumentError, ShapeError, UnknownNameError
+from privkit.scoreshield import projection
 from privkit.scoreshield.projection import (
     clip_to_correlation,
     correlation_residuals,
@@ -233,3 +234,96 @@ def test_property_newton_is_feasible_and_nearest(n, seed, scale):
     # no other feasible point is nearer: the clipped point, the identity, AAP's output
     for Z in (clip_to_correlation(A), torch.eye(n, dtype=torch.float64), nearest_correlation(A, method="aap")):
         assert d <= float((Z - As).norm()) + 1e-9
+
+
+# ------------------------------------------------------------------------------------------------- Newton warm start
+def _cold_newton(A: torch.Tensor, tol: float) -> tuple[torch.Tensor, dict]:
+    """Qi–Sun's cold start (no scalar shift), through the private solver the public entry uses."""
+    G = 0.5 * (A + A.T)
+    X, info = projection._newton(G[None], tol, 200, warm_start=False)
+    return X[0], info
+
+
+@pytest.mark.parametrize("n, d, sigma, seed", [(40, 8, 0.5, 11), (120, 16, 0.5, 12), (200, 32, 0.5, 13),
+                                               (120, 16, 0.1, 14), (120, 16, 1.0, 15)])
+def test_warm_start_same_point_and_no_more_eigendecompositions(n, d, sigma, seed):
+    A = noisy_gram(n, d=d, sigma=sigma, seed=seed)
+    Xw, dw = nearest_correlation(A, return_diagnostics=True)
+    Xc, ic = _cold_newton(A, 1e-7)
+    assert dw.converged and ic["converged"]
+    assert dw.warm_start is True and ic["warm_start"] is False
+    assert_correlation(Xw)
+    assert rel(Xw, Xc) < 1e-6
+    assert dw.eigendecompositions <= ic["eigendecompositions"]
+    # the certificate holds at the warm-started solution too
+    assert dw.dual_gradient_norm <= 1e-7 * np.sqrt(n)
+    assert abs(dw.duality_gap) < 1e-6 * float((Xw - A).norm()) ** 2
+
+
+@pytest.mark.parametrize("n, d, seed", [(40, 8, 21), (150, 16, 22)])
+def test_warm_start_matches_tight_dykstra(n, d, seed):
+    A = noisy_gram(n, d=d, sigma=0.5, seed=seed)
+    Xd = nearest_correlation(A, method="dykstra", tol=1e-9, max_iter=100000)
+    Xw = nearest_correlation(A)
+    assert rel(Xw, Xd) < 1e-6
+
+
+def test_warm_start_shifts_are_what_they_claim():
+    # At Qi–Sun's start every F_i >= 0; the safe shift is the most negative c keeping min F >= 0,
+    # the trace shift zeroes the mean of F, and the warm shift lies between them, lowering θ.
+    A = noisy_gram(80, d=8, sigma=0.5, seed=23)
+    G = 0.5 * (A + A.T)
+    pt = projection._DualPoint.at(G, 1.0 - torch.diagonal(G))
+    assert float(pt.grad.min()) >= -1e-12
+    c_safe = projection._safe_shift(pt)
+    c_star = projection._trace_shift(pt.lam)
+    c = projection._warm_shift(pt)
+    assert c_star < c < c_safe < 0
+    assert abs(float(pt.shifted(c_safe).grad.min())) < 1e-10
+    assert float(pt.shifted(c_safe - 1e-3).grad.min()) < 0
+    assert abs(float(pt.shifted(c_star).grad.mean())) < 1e-10
+    thetas = [pt.theta, pt.shifted(c_safe).theta, pt.shifted(c).theta, pt.shifted(c_star).theta]
+    assert thetas == sorted(thetas, reverse=True)
+    # a shifted point is the dual point a fresh eigendecomposition would give
+    fresh = projection._DualPoint.at(G, pt.y + c)
+    shifted = pt.shifted(c)
+    assert torch.allclose(fresh.grad, shifted.grad, atol=1e-10)
+    assert fresh.theta == pytest.approx(shifted.theta, rel=1e-12)
+
+
+def test_warm_start_off_for_a_correlation_matrix():
+    g = torch.Generator().manual_seed(24)
+    F = torch.randn(20, 30, generator=g, dtype=torch.float64)
+    F = F / F.norm(dim=1, keepdim=True)
+    C = F @ F.T
+    X, diag = nearest_correlation(C, return_diagnostics=True)
+    assert diag.warm_start is False and diag.eigendecompositions == 1
+    assert float((X - C).abs().max()) < 1e-10
+
+
+@pytest.mark.parametrize("n, shift", [(30, -1.0), (30, 1.0), (60, -5.0), (60, 4.0)])
+def test_jacobian_product_matches_dense_formula(n, shift):
+    # V h = diag(P (Ω ∘ (Pᵀ Diag(h) P)) Pᵀ) for both block orders, with and without K = Π ∘ Π
+    A = noisy_gram(n, d=8, sigma=0.5, seed=25)
+    G = 0.5 * (A + A.T)
+    pt = projection._DualPoint.at(G, torch.full((n,), shift, dtype=torch.float64))
+    assert 0 < pt.r < n
+    lam, P = pt.lam, pt.P
+    pos = lam > 0
+    Om = torch.zeros(n, n, dtype=torch.float64)
+    Om[pos[:, None] & pos[None, :]] = 1.0
+    li, lj = lam[:, None].expand(n, n), lam[None, :].expand(n, n)
+    mixed = pos[:, None] & ~pos[None, :]
+    Om[mixed] = li[mixed] / (li[mixed] - lj[mixed])
+    Om = torch.where(mixed.T, Om.T, Om)
+    g = torch.Generator().manual_seed(26)
+    h = torch.randn(n, generator=g, dtype=torch.float64)
+    dense = torch.diagonal(P @ (Om * (P.T @ torch.diag(h) @ P)) @ P.T)
+    V = projection._Jacobian(pt)
+    assert torch.allclose(V(h), dense, atol=1e-12)
+    for K in (None, (V.Pm @ V.Pm.T).square()):  # both ways of applying the smaller block
+        V.K = K
+        assert torch.allclose(V(h), dense, atol=1e-12)
+    dense_diag = torch.stack([torch.diagonal(P @ (Om * (P.T @ torch.diag(e) @ P)) @ P.T)[i]
+                              for i, e in enumerate(torch.eye(n, dtype=torch.float64))])
+    assert torch.allclose(V.diag, dense_diag, atol=1e-12)
