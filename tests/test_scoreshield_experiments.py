@@ -72,6 +72,21 @@ def test_operating_points_gaussian_offset_matches_closed_form():
     assert r.offset == pytest.approx(gaussian_offset(r.tau_clean, r.sigma, 0.2), abs=0.01)
 
 
+def test_operating_points_floor_and_inflation():
+    fam = {"gaussian": synthetic_score_families(100_000, seed=0)["gaussian"]}
+    ops = X.operating_points(fam, epsilons=[5.0, 60.0], deltas=[1e-5], alphas=[1e-2, 1e-3], seed=0)
+    from privkit.scoreshield import fmr_floor
+
+    for r in ops.itertuples():
+        assert r.fmr_floor == pytest.approx(fmr_floor(fam["gaussian"].impostor, r.sigma), rel=1e-12)
+        assert r.fmr_inflation == pytest.approx(r.fmr_kept_threshold / r.alpha)
+        # attainable exactly when alpha clears the floor (measured floor; the closed form agrees to sampling error)
+        assert r.attainable == (r.alpha >= r.fmr_floor_measured)
+        assert r.fmr_floor_measured == pytest.approx(r.fmr_floor, abs=5 * math.sqrt(r.fmr_floor / 100_000) + 1e-4)
+    big = ops[ops.epsilon == 5.0]
+    assert (~big.attainable).all() and (big.tpr_recal == 0).all() and (big.fmr_inflation > 10).all()
+
+
 def test_gram_metrics_on_clean_clusters():
     e, y = clusters(k=3, per=10, spread=0.05)
     S = e @ e.T
@@ -204,3 +219,41 @@ def test_build_templates_and_protocol():
         X.build_templates(torch.tensor([0, 0, 1]), images_per_template=3)
     with pytest.raises(InvalidArgumentError, match="mixes"):
         X.template_protocol(torch.tensor([0, 0, 1]), torch.tensor([0, 1, 1]))
+
+
+def test_impostor_pairs_are_all_pairs_of_different_identities():
+    e, _ = clusters(k=7, per=1, spread=0.0)
+    P = X.impostor_pairs(e)
+    assert len(P["score"]) == 7 * 6 // 2 and int(P["label"].sum()) == 0
+    assert torch.allclose(P["score"], (e[P["i"]] * e[P["j"]]).sum(1))
+    e2, y2 = clusters(k=3, per=2)
+    assert len(X.impostor_pairs(e2, y2)["score"]) == 6 * 5 // 2 - 3  # the 3 same-identity pairs are left out
+    with pytest.raises(InsufficientDataError):
+        X.impostor_pairs(e2, torch.zeros(6, dtype=torch.long))
+    with pytest.raises(InsufficientDataError):
+        X.impostor_pairs(e[:1])
+    with pytest.raises(NotUnitNormError):
+        X.impostor_pairs(2 * e)
+
+
+def test_dp_verification_with_an_impostor_set_resolves_smaller_fars():
+    e, y = clusters(k=6, per=5, spread=0.15, seed=2)
+    p = X.verification_pairs(e, y)
+    g = torch.Generator().manual_seed(3)
+    many = torch.nn.functional.normalize(torch.randn(200, 16, generator=g, dtype=torch.float64), dim=1)
+    imps = X.impostor_pairs(many)  # 19,900 pairs: FAR 1e-4 is resolvable, 1e-5 is not
+    n = len(imps["score"])
+    df = X.dp_verification(p, epsilons=[1000.0], delta=1e-4, fars=(1e-2, 1e-4), seed=0, impostors=imps)
+    clean = df.set_index("epsilon").loc["clean"]
+    assert clean.n_far_impostors == n and clean.smallest_resolvable_far == pytest.approx(1 / n)
+    # the clean threshold leaves at most ⌊αN⌋ of the impostor set's scores above it
+    assert clean["far@0.0001 fixed"] <= 1e-4 and clean["far@0.01 recal"] == pytest.approx(0.01, abs=1 / n)
+    assert "own_far@0.01 recal" in df.columns and 0.0 <= clean["own_far@0.01 recal"] <= 1.0
+    # accuracy and AUC stay on the pair set's own pairs
+    plain = X.dp_verification(p, epsilons=[1000.0], delta=1e-4, fars=(1e-2,), seed=0)
+    assert clean.accuracy == pytest.approx(plain.set_index("epsilon").loc["clean", "accuracy"])
+    assert clean.auc == pytest.approx(plain.set_index("epsilon").loc["clean", "auc"])
+    with pytest.raises(InsufficientDataError, match="resolve"):
+        X.dp_verification(p, epsilons=[1000.0], delta=1e-4, fars=(1e-5,), impostors=imps)
+    with pytest.raises(InvalidArgumentError):
+        X.dp_verification(p, epsilons=[1000.0], delta=1e-4, fars=(0.0,), impostors=imps)

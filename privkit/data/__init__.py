@@ -62,6 +62,9 @@ _DATASETS: tuple[DatasetInfo, ...] = (
     DatasetInfo("topic-sentences", "text", "default",
                 "privkit's own 10-topic sentence corpus embedded with all-MiniLM-L6-v2 (offline package)",
                 "privkit.data.text.load_sentence_embeddings"),
+    DatasetInfo("rag-benchmark", "text", "default",
+                "privkit's own retrieval benchmark: 240 titled chunks on 10 topics, 50 questions with 1-3 known gold "
+                "chunks each", "privkit.data.rag_corpus.rag_benchmark"),
     DatasetInfo("celeba", "faces", "paper", "CelebA (identity file, boxes, attributes) from --data-root",
                 "privkit.data.paper_loaders.load_celeba"),
     DatasetInfo("vggface2", "faces", "paper", "VGGFace2 folder-per-identity from --data-root",

@@ -11,6 +11,9 @@ Razeghi & Rahimi, "ScoreShield: Differentially Private Release of Similarity Sco
 - :mod:`~privkit.scoreshield.recalibration`: decisions on noisy scores — private FMR,
   threshold recalibration and its attainability floor, flip probabilities, ROC/AUC/EER,
   identity-level bootstrap, the paper's synthetic score families.
+- :mod:`~privkit.scoreshield.rag`: DP retrieval for RAG — the paper's rule (score ≥ τ, top k,
+  ties by index) on released score vectors (:func:`retrieve`, :func:`private_retrieve`) and
+  gold-chunk recall.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from .projection import (
     nearest_correlation,
     symmetric_from_upper,
 )
+from .rag import PAPER_RETRIEVAL_SETTINGS, PrivateRetrieval, private_retrieve, retrieval_recall, retrieve
 from .recalibration import (
     SCORE_FAMILIES,
     BootstrapCI,
@@ -79,4 +83,9 @@ __all__ = [
     "synthetic_score_families",
     "ScoreFamily",
     "SCORE_FAMILIES",
+    "retrieve",
+    "private_retrieve",
+    "retrieval_recall",
+    "PrivateRetrieval",
+    "PAPER_RETRIEVAL_SETTINGS",
 ]

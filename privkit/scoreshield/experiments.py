@@ -16,19 +16,32 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .._validate import check_delta, check_epsilon, check_int, check_positive, check_tensor, check_unit_norm
+from .._validate import (
+    check_delta,
+    check_epsilon,
+    check_int,
+    check_positive,
+    check_real,
+    check_tensor,
+    check_unit_norm,
+)
 from ..errors import InsufficientDataError, InvalidArgumentError
 from ..privacy import analytic_gaussian_delta, gaussian_sigma, sample_gaussian, scoreshield_constant
 from .projection import clip_to_correlation, nearest_correlation
-from .recalibration import acceptance_rate, auc, eer, recalibrate_threshold
+from .rag import gold_mask, random_retrieval_recall, retrieval_recall, retrieve, retrieved_count
+from .recalibration import acceptance_rate, auc, eer, fmr_floor, recalibrate_threshold
 from .release import record_sensitivity, release_gram, release_scores
 
 __all__ = [
     "PAPER_TABLE1_LFW",
     "PAPER_TABLE1_IJB",
+    "PAPER_TABLE1_LFW_VITB",
+    "PAPER_TABLE1_IJB_VITB",
+    "PAPER_TABLE1_BACKBONES",
     "calibration_table",
     "error_scaling",
     "verification_pairs",
+    "impostor_pairs",
     "cv_accuracy",
     "lfw_protocol_pairs",
     "template_features",
@@ -47,6 +60,10 @@ __all__ = [
     "solver_comparison",
     "audit_score_release",
     "audit_gram_release",
+    "PAPER_TABLE_I1_DPRAG",
+    "paper_dprag_table",
+    "dp_rag_retrieval",
+    "bootstrap_mean",
 ]
 
 #: The paper's LFW verification accuracy (%) with the IR101 backbone at δ = 1e-4 (its Table 1 for
@@ -68,6 +85,97 @@ PAPER_TABLE1_IJB: dict[str, dict[str, tuple[float, float, float]]] = {
     "20": {"IJBB": (0.0, 0.0, 0.0), "IJBC": (0.0, 0.0, 0.0)},
     "15": {"IJBB": (0.0, 0.0, 0.0), "IJBC": (0.0, 0.0, 0.0)},
 }
+
+#: The paper's LFW verification accuracy (%) with the ViT-Base backbone at δ = 1e-4 (its Table 1 for
+#: ε ∈ {clean, 100, 70, 35, 20}; appendix Table H.2 for 30, 25 and 15), under its c-calibration.
+PAPER_TABLE1_LFW_VITB: dict[str, float] = {
+    "clean": 99.80, "100": 93.43, "70": 87.07, "35": 71.82, "30": 69.13, "25": 66.67, "20": 62.30, "15": 57.97,
+}
+
+#: The paper's IJB-B / IJB-C TAR (%) at FPR 1e-6 / 1e-5 / 1e-4 with ViT-Base at δ = 1e-4 (Table 1 and appendix
+#: Table H.2), keyed as :data:`PAPER_TABLE1_IJB`.
+PAPER_TABLE1_IJB_VITB: dict[str, dict[str, tuple[float, float, float]]] = {
+    "clean": {"IJBB": (87.12, 94.54, 96.89), "IJBC": (38.62, 90.51, 95.39)},
+    "100": {"IJBB": (74.98, 86.14, 91.97), "IJBC": (29.72, 78.45, 88.94)},
+    "70": {"IJBB": (52.67, 67.86, 80.93), "IJBC": (35.75, 60.49, 77.05)},
+    "35": {"IJBB": (0.0, 0.0, 18.26), "IJBC": (0.0, 0.0, 17.05)},
+    "30": {"IJBB": (0.0, 0.0, 0.0), "IJBC": (0.0, 0.0, 0.0)},
+    "25": {"IJBB": (0.0, 0.0, 0.0), "IJBC": (0.0, 0.0, 0.0)},
+    "20": {"IJBB": (0.0, 0.0, 0.0), "IJBC": (0.0, 0.0, 0.0)},
+    "15": {"IJBB": (0.0, 0.0, 0.0), "IJBC": (0.0, 0.0, 0.0)},
+}
+
+#: The paper's two Table 1 backbones (both trained on WebFace4M): name -> (LFW accuracy, IJB-B/C TAR) as above.
+PAPER_TABLE1_BACKBONES: dict[str, tuple[dict[str, float], dict[str, dict[str, tuple[float, float, float]]]]] = {
+    "IR101": (PAPER_TABLE1_LFW, PAPER_TABLE1_IJB),
+    "ViT-B": (PAPER_TABLE1_LFW_VITB, PAPER_TABLE1_IJB_VITB),
+}
+
+#: The paper's DP-RAG results on Google FRAMES (its appendix Table I.1; the main-text Table 2 repeats nine rows):
+#: (generator, embedder, δ, ε, k, τ, chunks in the index, oracle-context accuracy, no-retrieval (base) accuracy,
+#: RAG accuracy), accuracies in % as judged by an LLM; δ = ε = None for clean (non-private) retrieval. The paper's
+#: σ follows its c-calibration, so at ε ≥ 30 the stated δ is not what holds (docs/scoreshield.md §5).
+PAPER_TABLE_I1_DPRAG: tuple[tuple[str, str, float | None, float | None, int, float, int, float, float, float], ...] = (
+    ("Gemma3-12B", "EG300M", None, None, 50, 0.25, 22880, 72.09, 45.87, 55.46),
+    ("Gemma3-12B", "EG300M", 1e-5, 1, 50, 0.25, 22880, 71.48, 46.36, 39.44),
+    ("Gemma3-12B", "EG300M", 1e-3, 10, 50, 0.25, 22880, 71.48, 46.36, 40.41),
+    ("Gemma3-12B", "EG300M", 1e-2, 10, 50, 0.25, 22880, 71.48, 46.36, 39.68),
+    ("Gemma3-12B", "EG300M", 1e-3, 100, 50, 0.25, 22880, 71.48, 46.36, 52.31),
+    ("Gemma3-12B", "EG300M", 1e-2, 100, 50, 0.25, 22880, 71.48, 46.36, 54.98),
+    ("Gemma3-12B", "Q3VL-E2B", None, None, 10, 0.25, 6892, 71.48, 46.36, 56.92),
+    ("Gemma3-12B", "Q3VL-E2B", 1e-5, 1, 10, 0.25, 6892, 71.48, 46.36, 41.63),
+    ("Gemma3-12B", "Q3VL-E2B", 1e-6, 1, 10, 0.25, 6892, 71.48, 46.36, 42.23),
+    ("Gemma3-12B", "Q3VL-E2B", 1e-5, 10, 10, 0.25, 6892, 71.48, 46.36, 41.63),
+    ("Gemma3-12B", "Q3VL-E2B", 1e-6, 10, 10, 0.25, 6892, 71.48, 46.36, 41.75),
+    ("Gemma3-27B", "EG300M", None, None, 20, 0.35, 22880, 72.82, 40.17, 60.92),
+    ("Gemma3-27B", "EG300M", 1e-5, 1, 20, 0.35, 22880, 72.82, 40.17, 39.68),
+    ("Gemma3-27B", "EG300M", 1e-6, 1, 20, 0.35, 22880, 72.82, 40.17, 37.86),
+    ("Gemma3-4B", "EG300M", 1e-3, 10, 50, 0.25, 22880, 65.66, 49.51, 46.60),
+    ("Gemma3-4B", "EG300M", 1e-2, 10, 50, 0.25, 22880, 65.66, 49.51, 47.94),
+    ("Gemma3-4B", "EG300M", 1e-3, 100, 50, 0.25, 22880, 65.66, 49.51, 52.18),
+    ("Gemma3-4B", "EG300M", 1e-2, 100, 50, 0.25, 22880, 65.66, 49.51, 52.43),
+    ("Gemma4-26B-A4B", "EG300M", None, None, 20, 0.35, 22880, 73.30, 26.09, 52.55),
+    ("Gemma4-26B-A4B", "EG300M", 1e-5, 1, 20, 0.35, 22880, 73.30, 26.09, 4.61),
+    ("Gemma4-26B-A4B", "EG300M", 1e-6, 1, 20, 0.35, 22880, 73.30, 26.09, 4.85),
+    ("Gemma4-26B-A4B", "EG300M", 1e-5, 10, 20, 0.35, 22880, 73.30, 26.09, 4.61),
+    ("Gemma4-26B-A4B", "EG300M", 1e-6, 10, 20, 0.35, 22880, 73.30, 26.09, 4.61),
+    ("Gemma4-26B-A4B", "EG300M", None, None, 50, 0.25, 22880, 73.30, 26.09, 62.26),
+    ("Gemma4-26B-A4B", "EG300M", 1e-5, 1, 50, 0.25, 22880, 73.30, 26.09, 5.34),
+    ("Gemma4-26B-A4B", "EG300M", 1e-6, 1, 50, 0.25, 22880, 73.30, 26.09, 4.73),
+    ("Gemma4-26B-A4B", "EG300M", 1e-2, 10, 50, 0.25, 22880, 73.30, 26.09, 4.85),
+    ("Gemma4-26B-A4B", "EG300M", 1e-6, 10, 50, 0.25, 22880, 73.30, 26.09, 6.07),
+    ("Gemma4-26B-A4B", "EG300M", 1e-2, 100, 50, 0.25, 22880, 73.30, 26.09, 50.24),
+    ("Gemma4-26B-A4B", "EG300M", 1e-6, 100, 50, 0.25, 22880, 73.30, 26.09, 36.04),
+    ("Gemma4-31B", "EG300M", 1e-5, 1, 20, 0.35, 22880, 80.58, 29.98, 0.85),
+    ("Gemma4-31B", "EG300M", None, None, 50, 0.25, 22880, 80.58, 29.98, 72.57),
+    ("Gemma4-E4B", "EG300M", None, None, 20, 0.35, 22880, 61.04, 9.83, 41.38),
+    ("Gemma4-E4B", "EG300M", 1e-5, 1, 20, 0.35, 22880, 61.04, 9.83, 0.97),
+    ("Gemma4-E4B", "EG300M", 1e-6, 1, 20, 0.35, 22880, 61.04, 9.83, 0.61),
+    ("Gemma4-E4B", "EG300M", 1e-5, 10, 20, 0.35, 22880, 61.04, 9.83, 1.46),
+    ("Gemma4-E4B", "EG300M", 1e-6, 10, 20, 0.35, 22880, 61.04, 9.83, 1.21),
+    ("Gemma4-E4B", "EG300M", None, None, 50, 0.25, 22880, 62.01, 10.19, 47.82),
+    ("Gemma4-E4B", "EG300M", 1e-2, 10, 50, 0.25, 22880, 62.01, 10.19, 1.82),
+    ("Gemma4-E4B", "EG300M", 1e-6, 10, 50, 0.25, 22880, 62.01, 10.19, 1.70),
+    ("Gemma4-E4B", "EG300M", 1e-2, 100, 50, 0.25, 22880, 62.01, 10.19, 39.68),
+    ("Gemma4-E4B", "EG300M", 1e-6, 100, 50, 0.25, 22880, 62.01, 10.19, 28.03),
+    ("Q3-8B", "Q3VL-E2B", None, None, 10, 0.25, 6892, 91.02, 75.85, 80.58),
+    ("Q3-8B", "Q3VL-E2B", 1e-5, 1, 10, 0.25, 6892, 91.02, 75.85, 74.27),
+    ("Q3-8B", "Q3VL-E2B", 1e-6, 1, 10, 0.25, 6892, 91.02, 75.85, 73.54),
+    ("Q3-8B", "Q3VL-E2B", 1e-5, 10, 10, 0.25, 6892, 91.02, 75.85, 74.76),
+    ("Q3-8B", "Q3VL-E2B", 1e-6, 10, 10, 0.25, 6892, 91.02, 75.85, 76.46),
+)
+
+
+def paper_dprag_table() -> pd.DataFrame:
+    """:data:`PAPER_TABLE_I1_DPRAG` as a DataFrame (ε = inf, δ = 0 for clean retrieval) with the RAG gain over base."""
+    cols = ["generator", "embedder", "delta", "epsilon", "k", "tau", "n_chunks", "oracle_accuracy", "base_accuracy",
+            "rag_accuracy"]
+    df = pd.DataFrame(PAPER_TABLE_I1_DPRAG, columns=cols)
+    df["epsilon"] = df["epsilon"].astype(float).fillna(math.inf)
+    df["delta"] = df["delta"].astype(float).fillna(0.0)
+    df["rag_gain"] = df["rag_accuracy"] - df["base_accuracy"]
+    return df
+
 
 # --------------------------------------------------------------------------------------------
 # calibration honesty
@@ -177,6 +285,42 @@ def verification_pairs(
     score = (E[a] * E[b]).sum(1)
     label = torch.cat([torch.ones(gi.numel()), torch.zeros(ii.numel())]).long()
     return {"score": score, "label": label, "id_a": identity.cpu()[a], "i": a, "j": b}
+
+
+def impostor_pairs(embeddings: torch.Tensor, identity: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """Every pair of rows that belong to different identities, as impostor pairs.
+
+    Meant for a set of many distinct people with one image each (``portraits``: 609 identities give all
+    609·608/2 = 185,136 impostor pairs), whose impostor scores estimate false-match rates far below what the few
+    identities of a verification set resolve. With ``identity=None`` every row is its own identity.
+
+    Args:
+        embeddings: (N, d) unit-norm embeddings, N ≥ 2.
+        identity: optional (N,) identity per row.
+
+    Returns:
+        ``{"score" (float64), "label" (all 0), "id_a", "i", "j"}``, the keys of :func:`verification_pairs`.
+
+    Raises:
+        NotUnitNormError: rows are not unit norm.
+        InsufficientDataError: fewer than two rows, or no pair of different identities.
+    """
+    check_unit_norm("embeddings", embeddings)
+    n = embeddings.shape[0]
+    if identity is None:
+        identity = torch.arange(n)
+    check_tensor("identity", identity, shape=(n,))
+    if n < 2:
+        raise InsufficientDataError(f"impostor_pairs: need at least 2 rows, got {n}")
+    ident = identity.cpu()
+    i, j = torch.triu_indices(n, n, offset=1)
+    keep = ident[i] != ident[j]
+    if int(keep.sum()) == 0:
+        raise InsufficientDataError("impostor_pairs: every row has the same identity, so there are no impostor pairs")
+    i, j = i[keep], j[keep]
+    E = embeddings.double().cpu()
+    return {"score": (E[i] * E[j]).sum(1), "label": torch.zeros(i.numel(), dtype=torch.long), "id_a": ident[i],
+            "i": i, "j": j}
 
 
 def cv_accuracy(
@@ -369,6 +513,7 @@ def dp_verification(
     calibration: str = "scoreshield",
     repeats: int = 1,
     seed: int = 0,
+    impostors: dict[str, torch.Tensor] | None = None,
 ) -> pd.DataFrame:
     """Regime (i) verification under DP: accuracy and TAR@FAR with and without recalibration.
 
@@ -382,12 +527,44 @@ def dp_verification(
     many seeded impostor pairs, as LFW's protocol is balanced); when ``pairs`` carries a ``"fold"``
     entry (:func:`lfw_protocol_pairs`) the protocol's own pairs and folds are used instead. Rows carry
     the stated δ and the δ that truly holds for the σ used.
+
+    False-match rates. Without ``impostors`` the FARs, thresholds and recalibration use the impostor pairs of
+    ``pairs``. With ``impostors`` (e.g. :func:`impostor_pairs` of a set of many distinct people) they use those
+    scores instead, each released with its own noise draw at the same σ (every pair is its own release), while
+    accuracy, AUC and EER stay on ``pairs``; the columns ``own_far@… recal`` then give the false-match rate that
+    the recalibrated threshold has on the impostor pairs of ``pairs`` (where it transfers, it is near the target).
+    A FAR α is resolvable from N impostor scores only if α ≥ 1/N (the rule of
+    :attr:`ThresholdRecalibration.resolvable`): column ``smallest_resolvable_far`` = 1/N, ``n_far_impostors`` = N.
+
+    Raises:
+        InsufficientDataError: a FAR in ``fars`` is below 1/N, or there are no genuine or no impostor scores.
+        InvalidArgumentError: bad ``epsilons``, ``delta``, ``fars`` or ``repeats``.
     """
     s, y = pairs["score"].double(), pairs["label"]
-    imp = s[y == 0]
     dlt = check_delta(delta)
+    repeats = check_int("repeats", repeats, minimum=1)
+    fars = tuple(float(f) for f in fars)
+    for far in fars:
+        if not (0.0 < far < 1.0):
+            raise InvalidArgumentError(f"fars must lie in (0, 1), got {far!r}")
+    if int((y == 1).sum()) == 0:
+        raise InsufficientDataError("dp_verification: pairs holds no genuine pair")
+    if impostors is None:
+        far_scores = s[y == 0]
+    else:
+        far_scores = impostors["score"].double().cpu()
+        check_tensor("impostors['score']", far_scores, ndim=1, finite=True)
+    n_far = far_scores.numel()
+    if n_far == 0 or int((y == 0).sum()) == 0:
+        raise InsufficientDataError("dp_verification: need impostor scores (in pairs, and in impostors if given)")
+    min_far = 1.0 / n_far
+    for far in fars:
+        if far < min_far * (1 - 1e-9):
+            raise InsufficientDataError(
+                f"far={far:g} is below the smallest FAR that {n_far} impostor scores resolve (1/N = {min_far:.3g}); "
+                "drop it or use more impostor pairs")
     rows = []
-    clean_thr = {far: recalibrate_threshold(imp.clamp(-1, 1), target_fpr=far).threshold for far in fars}
+    clean_thr = {far: recalibrate_threshold(far_scores.clamp(-1, 1), target_fpr=far).threshold for far in fars}
 
     protocol_fold = pairs.get("fold")
     if protocol_fold is not None:  # LFW's pairs.txt: its own balanced pairs and 10 folds
@@ -398,30 +575,40 @@ def dp_verification(
         pick = torch.randperm(ii.numel(), generator=torch.Generator().manual_seed(seed))[: gi.numel()]
         balanced = torch.cat([gi, ii[pick]])
 
-    def row(eps_label, rep, scores, sigma, true_delta):
+    def row(eps_label, rep, scores, far_noisy, sigma, true_delta):
         acc = cv_accuracy(scores[balanced], y[balanced], seed=seed + rep, fold=protocol_fold)
         r = {"epsilon": eps_label, "repeat": rep, "stated_delta": dlt, "true_delta": true_delta, "sigma": sigma,
              "accuracy": 100 * acc}
         g, i = scores[y == 1], scores[y == 0]
         r["auc"] = auc(g, i)
         r["eer"] = eer(g, i)
+        r["n_far_impostors"] = n_far
+        r["smallest_resolvable_far"] = min_far
         for far in fars:
             t0 = clean_thr[far]
             r[f"tar@{far:g} fixed"] = 100 * acceptance_rate(g, t0)
-            r[f"far@{far:g} fixed"] = acceptance_rate(i, t0)
-            rec = recalibrate_threshold(i, target_fpr=far)
+            r[f"far@{far:g} fixed"] = acceptance_rate(far_noisy, t0)
+            rec = recalibrate_threshold(far_noisy, target_fpr=far)
             r[f"tar@{far:g} recal"] = 100 * acceptance_rate(g, rec.threshold) if rec.attainable else 0.0
             r[f"far@{far:g} recal"] = rec.achieved_fpr
             r[f"attainable@{far:g}"] = rec.attainable
+            if impostors is not None:
+                r[f"own_far@{far:g} recal"] = acceptance_rate(i, rec.threshold)
         return r
 
-    rows.append(row("clean", 0, s, 0.0, 0.0))
+    rows.append(row("clean", 0, s, far_scores if impostors is None else far_scores.clamp(-1, 1), 0.0, 0.0))
     g = torch.Generator().manual_seed(seed)
     for eps in epsilons:
         sigma = gaussian_sigma(eps, dlt, sensitivity=2.0, method=calibration)
         for rep in range(repeats):
             noisy = (s + sample_gaussian(s.shape, sigma=sigma, generator=g, dtype=torch.float64)).clamp(-1.0, 1.0)
-            rows.append(row(f"{eps:g}", rep, noisy, sigma, analytic_gaussian_delta(eps, sigma, sensitivity=2.0)))
+            if impostors is None:
+                far_noisy = noisy[y == 0]
+            else:
+                far_noisy = (far_scores + sample_gaussian(far_scores.shape, sigma=sigma, generator=g,
+                                                          dtype=torch.float64)).clamp(-1.0, 1.0)
+            rows.append(row(f"{eps:g}", rep, noisy, far_noisy, sigma,
+                            analytic_gaussian_delta(eps, sigma, sensitivity=2.0)))
     return pd.DataFrame(rows)
 
 
@@ -432,8 +619,10 @@ def operating_points(
     """The paper's operating-point study on synthetic score families (docs/scoreshield.md §3–4).
 
     For each family, (ε, δ) and target FMR α: the clean threshold τ_α, the private FMR if it is
-    kept, the recalibrated threshold on privatised impostor scores (attainable or not), the
-    achieved FMR and the TPR before/after.
+    kept (``fmr_kept_threshold``, and its ratio to α, ``fmr_inflation``), the attainable floor
+    L(σ) = E[Q((1 − S)/σ)] over the clean impostor scores (``fmr_floor``, closed form; ``fmr_floor_measured``:
+    the fraction of privatised impostor scores clipped to +1), the recalibrated threshold on privatised
+    impostor scores (attainable iff α ≥ the floor), the achieved FMR and the TPR before/after.
     """
     rows = []
     g = torch.Generator().manual_seed(seed)
@@ -444,18 +633,118 @@ def operating_points(
                 sigma = gaussian_sigma(eps, delta, sensitivity=2.0, method="scoreshield")
                 ng = (gen + sigma * torch.randn(gen.shape, generator=g, dtype=torch.float64)).clamp(-1, 1)
                 ni = (imp + sigma * torch.randn(imp.shape, generator=g, dtype=torch.float64)).clamp(-1, 1)
+                floor = fmr_floor(imp, sigma)
                 for alpha in alphas:
                     t0 = recalibrate_threshold(imp, target_fpr=alpha).threshold
                     rec = recalibrate_threshold(ni, target_fpr=alpha)
+                    kept = acceptance_rate(ni, t0)
                     rows.append({
                         "family": name, "delta": delta, "epsilon": eps, "sigma": sigma, "alpha": alpha,
                         "tau_clean": t0, "tpr_clean": acceptance_rate(gen, t0),
-                        "fmr_kept_threshold": acceptance_rate(ni, t0), "tpr_kept_threshold": acceptance_rate(ng, t0),
+                        "fmr_kept_threshold": kept, "fmr_inflation": kept / alpha,
+                        "tpr_kept_threshold": acceptance_rate(ng, t0),
+                        "fmr_floor": floor, "fmr_floor_measured": rec.floor,
                         "tau_recal": rec.threshold, "offset": rec.threshold - t0, "attainable": rec.attainable,
                         "fmr_recal": rec.achieved_fpr,
                         "tpr_recal": acceptance_rate(ng, rec.threshold) if rec.attainable else 0.0,
                     })
     return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------
+# DP-RAG, retrieval stage (paper Table 2 / I.1)
+# --------------------------------------------------------------------------------------------
+def bootstrap_mean(values: torch.Tensor | np.ndarray, *, n_boot: int = 1000, seed: int = 0,
+                   confidence: float = 0.95) -> tuple[float, float, float]:
+    """Mean of ``values`` (one per unit, e.g. per question) and its percentile bootstrap interval over the units."""
+    v = np.asarray(values.detach().cpu().numpy() if isinstance(values, torch.Tensor) else values, dtype=float)
+    if v.ndim != 1 or v.size == 0 or not np.isfinite(v).all():
+        raise InvalidArgumentError("values must be a non-empty 1-D array of finite numbers")
+    n_boot = check_int("n_boot", n_boot, minimum=10)
+    rng = np.random.default_rng(check_int("seed", seed, minimum=0))
+    means = v[rng.integers(0, v.size, (n_boot, v.size))].mean(1)
+    a = (1.0 - confidence) / 2.0
+    low, high = np.quantile(means, [a, 1.0 - a])
+    return float(v.mean()), float(low), float(high)
+
+
+def dp_rag_retrieval(
+    queries: torch.Tensor,
+    chunks: torch.Tensor,
+    gold: Sequence[Sequence[int]],
+    *,
+    settings: Sequence[tuple[float, int]],
+    privacy: Sequence[tuple[float, float]],
+    calibrations: Sequence[str] = ("scoreshield", "analytic"),
+    repeats: int = 10,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Recall of the gold chunks and number of chunks retrieved, non-private and under DP, per (τ, k) and (ε, δ).
+
+    Each question's score vector against the chunk collection is released with :func:`release_scores`
+    (Δ = 2, per-question accounting as in the paper: every question is its own release) and the paper's rule
+    (:func:`~privkit.scoreshield.rag.retrieve`) is applied to it. One release per (calibration, ε, δ, repeat)
+    serves every (τ, k), so the settings are compared on the same noise. Each question's recall and count are
+    averaged over the ``repeats`` noise draws; the interval is a 95 % percentile bootstrap over questions
+    (:func:`bootstrap_mean`).
+
+    Args:
+        queries: (m, d) unit question embeddings (public). chunks: (n, d) unit chunk embeddings (private).
+        gold: one sequence of gold chunk indices per question.
+        settings: (τ, k) pairs. privacy: (ε, δ) pairs. calibrations: ``"scoreshield"`` (the paper's σ) and/or
+            ``"analytic"`` (the σ that meets (ε, δ)).
+
+    Returns:
+        One row per (calibration, ε, δ, τ, k), plus a ``"none"`` calibration row per (τ, k) for clean retrieval
+        (ε = inf, σ = 0): ``recall``, ``recall_low``, ``recall_high``, ``n_retrieved`` (with its interval),
+        ``recall_random`` (k/n, retrieval that knows nothing), ``sigma`` and ``true_delta`` (the δ that holds per
+        question at that σ).
+    """
+    check_unit_norm("queries", queries)
+    check_unit_norm("chunks", chunks)
+    check_tensor("queries", queries, ndim=2)
+    check_tensor("chunks", chunks, ndim=2)
+    m, n = queries.shape[0], chunks.shape[0]
+    G = gold_mask(gold, n)
+    if G.shape[0] != m:
+        raise InvalidArgumentError(f"gold has {G.shape[0]} questions but queries has {m}")
+    repeats = check_int("repeats", repeats, minimum=1)
+    settings = [(check_real("tau", t), check_int("k", k, minimum=1)) for t, k in settings]
+    Q, C = queries.double().cpu(), chunks.double().cpu()
+    rows = []
+
+    def summarise(rec: torch.Tensor, cnt: torch.Tensor, **keys) -> dict:
+        r, r_lo, r_hi = bootstrap_mean(rec, n_boot=n_boot, seed=seed)
+        c, c_lo, c_hi = bootstrap_mean(cnt, n_boot=n_boot, seed=seed)
+        return {**keys, "recall": r, "recall_low": r_lo, "recall_high": r_hi, "n_retrieved": c,
+                "n_retrieved_low": c_lo, "n_retrieved_high": c_hi, "n_questions": m, "n_chunks": n,
+                "repeats": keys.get("repeats", repeats)}
+
+    clean = Q @ C.T
+    for tau, k in settings:
+        idx = retrieve(clean, tau=tau, k=k)
+        rows.append(summarise(retrieval_recall(idx, G), retrieved_count(idx).double(), tau=tau, k=k,
+                              calibration="none", epsilon=math.inf, delta=0.0, sigma=0.0, true_delta=0.0,
+                              recall_random=random_retrieval_recall(n, k), repeats=1))
+    g = torch.Generator().manual_seed(seed)
+    for cal in calibrations:
+        for eps, dlt in privacy:
+            # all repeats in one release: each (repeat, question) row is its own per-question release
+            rel = release_scores(Q.repeat(repeats, 1), C, epsilon=eps, delta=dlt, calibration=cal, generator=g,
+                                 accounting="per_query")
+            G_rep = G.repeat(repeats, 1)
+            for tau, k in settings:
+                idx = retrieve(rel.scores, tau=tau, k=k)
+                rec = retrieval_recall(idx, G_rep).reshape(repeats, m).mean(0)
+                cnt = retrieved_count(idx).double().reshape(repeats, m).mean(0)
+                rows.append(summarise(rec, cnt, tau=tau, k=k, calibration=cal,
+                                      epsilon=float(eps), delta=float(dlt), sigma=rel.sigma,
+                                      true_delta=rel.guarantee.delta, recall_random=random_retrieval_recall(n, k)))
+    cols = ["tau", "k", "calibration", "epsilon", "delta", "sigma", "true_delta", "recall", "recall_low",
+            "recall_high", "n_retrieved", "n_retrieved_low", "n_retrieved_high", "recall_random", "n_questions",
+            "n_chunks", "repeats"]
+    return pd.DataFrame(rows)[cols]
 
 
 # --------------------------------------------------------------------------------------------

@@ -14,8 +14,17 @@ class ScoreShieldConfig:
     Attributes:
         face_set: embedded face set for regime (i) verification ("lfw-subset-views" | "synthfaces"); at the paper
             scale the LFW pairs from ``data_root`` are used instead.
-        n_identities, images_per_identity: size of the face set.
+        n_identities, images_per_identity: size of the face set (and of every set in ``verification_sets``).
         face_size: image side in pixels.
+        face_encoders: the face recognisers Table 1 runs, standing in for the paper's two backbones (IR101 and
+            ViT-B): ``"dlib-resnet-fr"`` (also the encoder of every other face study here) and ``"faceres"``.
+        verification_sets: the face sets of Table 1's pair and template protocols; ``face_set`` must be among them
+            (at the paper scale ``"lfw"``, read from ``data_root``).
+        impostor_set: face set of many distinct people, one image each, whose all-pairs scores give the impostor
+            side wherever Table 1 estimates false-match rates and recalibrated thresholds (``"portraits"``: 609 real
+            people, 185,136 pairs, so FARs down to 1/185,136 ≈ 5.4e-6 are resolvable); ``None`` uses each
+            protocol's own impostor pairs.
+        impostor_identities: how many of its identities to use (``None``: all).
         scaling_ns: collection sizes n for the error-scaling figure (paper Fig. 2).
         scaling_repeats: repeats per n.
         verification_epsilons: the paper's ε grid for Table 1 / H.1; ``verification_delta``: its δ.
@@ -33,12 +42,18 @@ class ScoreShieldConfig:
         solver_ns: sizes for the solver comparison.
         audit_samples: samples per neighbour in the empirical audits.
         n_boot: bootstrap replicates for confidence intervals.
+        rag_epsilons, rag_delta: the ε grid (at δ = ``rag_delta``) of the DP-RAG retrieval study (paper Table 2 /
+            I.1); the paper's own (ε, δ) settings are always added. rag_repeats: noise draws per setting.
     """
 
     face_set: str
     n_identities: int
     images_per_identity: int
     face_size: int
+    face_encoders: tuple[str, ...]
+    verification_sets: tuple[str, ...]
+    impostor_set: str | None
+    impostor_identities: int | None
     scaling_ns: tuple[int, ...]
     scaling_repeats: int
     verification_epsilons: tuple[float, ...]
@@ -62,13 +77,19 @@ class ScoreShieldConfig:
     solver_ns: tuple[int, ...]
     audit_samples: int
     n_boot: int
+    rag_epsilons: tuple[float, ...]
+    rag_delta: float
+    rag_repeats: int
 
 
 _PAPER_EPS = (15.0, 20.0, 25.0, 30.0, 35.0, 70.0, 100.0)
 _OP_EPS = (0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 10.0, 15.0, 20.0, 30.0, 40.0)
+_RAG_EPS = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
 
 SMOKE = ScoreShieldConfig(
     face_set="lfw-subset-views", n_identities=12, images_per_identity=4, face_size=64,
+    face_encoders=("dlib-resnet-fr",), verification_sets=("lfw-subset-views",), impostor_set="portraits",
+    impostor_identities=40,
     scaling_ns=(8, 16, 32), scaling_repeats=1,
     verification_epsilons=(20.0, 100.0), verification_delta=1e-4, verification_repeats=1,
     images_per_template=2, ijb_sets=(),
@@ -77,9 +98,12 @@ SMOKE = ScoreShieldConfig(
     gram_projections=("none", "clip", "nearest"),
     ratings_users=60, ratings_items=150, recommender_k=10,
     solver_ns=(40,), audit_samples=100_000, n_boot=50,
+    rag_epsilons=(1.0, 10.0, 100.0, 1000.0), rag_delta=1e-5, rag_repeats=3,
 )
 DEFAULT = ScoreShieldConfig(
     face_set="lfw-subset-views", n_identities=100, images_per_identity=12, face_size=64,
+    face_encoders=("dlib-resnet-fr", "faceres"), verification_sets=("lfw-subset-views", "portraits-views"),
+    impostor_set="portraits", impostor_identities=None,
     scaling_ns=(16, 32, 64, 128, 256, 512), scaling_repeats=3,
     verification_epsilons=_PAPER_EPS, verification_delta=1e-4, verification_repeats=3,
     images_per_template=3, ijb_sets=(),
@@ -88,9 +112,12 @@ DEFAULT = ScoreShieldConfig(
     gram_repeats=3, gram_projections=("none", "clip", "aap", "nearest"),
     ratings_users=200, ratings_items=500, recommender_k=20,
     solver_ns=(100, 250, 500), audit_samples=400_000, n_boot=200,
+    rag_epsilons=_RAG_EPS, rag_delta=1e-5, rag_repeats=20,
 )
 PAPER = ScoreShieldConfig(
     face_set="lfw", n_identities=5749, images_per_identity=0, face_size=112,
+    face_encoders=("dlib-resnet-fr", "faceres"), verification_sets=("lfw",), impostor_set="portraits",
+    impostor_identities=None,
     scaling_ns=(16, 32, 64, 128, 256, 512, 1024, 2048), scaling_repeats=5,
     verification_epsilons=_PAPER_EPS, verification_delta=1e-4, verification_repeats=5,
     images_per_template=3, ijb_sets=("IJBB", "IJBC"),
@@ -99,18 +126,22 @@ PAPER = ScoreShieldConfig(
     gram_repeats=5, gram_projections=("none", "clip", "aap", "nearest"),
     ratings_users=943, ratings_items=1682, recommender_k=20,
     solver_ns=(500, 1000, 2000), audit_samples=1_000_000, n_boot=1000,
+    rag_epsilons=_RAG_EPS, rag_delta=1e-5, rag_repeats=50,
 )
 
 ARTEFACTS = (
     ("tableC1_calibration", "the paper's sigma vs the analytic sigma* and the delta that truly holds (docs/scoreshield.md §5)"),
     ("fig2_error_scaling", "MSE/c of naive vs projected releases against n, both regimes and adjacencies (paper Fig. 2)"),
-    ("table1_dp_verification", "DP face verification: accuracy and TAR@FAR with/without recalibration (paper Table 1 / H.1)"),
-    ("table1b_template_verification", "DP template verification, IJB-style pooling (paper Table 1, IJB-B/C columns)"),
+    ("table1_dp_verification", "DP face verification per backbone (dlib, faceres) and face set: accuracy and TAR@FAR with/without recalibration, impostors from portraits (paper Table 1 / H.1, H.2)"),
+    ("figT1_dp_verification", "accuracy and recalibrated template TAR against epsilon for both backbones, the paper's IR101 and ViT-B values as markers (paper Table 1)"),
+    ("table1b_template_verification", "DP template verification per backbone, IJB-style pooling (paper Table 1, IJB-B/C columns)"),
     ("figG1_roc_shift", "ROC/AUC/EER shift against the O(sigma) bound (paper App. G)"),
     ("figG2_flip_probability", "decision-flip probability, closed form vs measured (paper App. G)"),
     ("tableG2_pair_flip_rate", "decision-flip rate over the verification pairs, closed form vs measured (paper App. G)"),
     ("tableG1_operating_points", "operating-point study on the synthetic score families (paper App. G/H)"),
-    ("figG3_operating_points", "TPR after recalibration vs epsilon per family (paper App. G/H)"),
+    ("figG3_operating_points", "FMR floor L(sigma) against alpha, false-match inflation of the kept threshold, TPR after recalibration (paper App. G/H)"),
+    ("fig7_dprag_recall", "DP-RAG retrieval: gold-chunk recall and chunks retrieved against epsilon per (tau, k), the paper's accuracy gain as markers (paper Table 2 / I.1)"),
+    ("table7_dprag", "the paper's DP-RAG accuracy (Table I.1) beside privkit's retrieval recall at the same (tau, k, epsilon, delta)"),
     ("fig5_gram_analytics", "NMI / Recall@1 / pair AUC from the private Gram, naive vs AAP vs nearest (paper Fig. 5, K.*)"),
     ("fig5b_recommender", "neighbour-recommender RMSE from a private user Gram (paper Fig. K.*)"),
     ("tableS1_solvers", "AAP vs Dykstra vs Newton vs one-eigh clipping (privkit)"),
