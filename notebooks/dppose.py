@@ -114,8 +114,8 @@ print(cfg)
 #
 # - `grid`: the four private methods at every ε of the grid (main clipping norm, warm start);
 # - `clip`: DP-SGD and feature-projective DP at the largest ε with the other clipping norms;
-# - `seeds`: every private method at the largest ε, DP-SGD at the smallest, and the non-private reference,
-#   over several seeds (the run-to-run spread behind every verdict);
+# - `seeds`: every private method at the largest ε, DP-SGD and feature-projective DP at the smallest, and the
+#   non-private reference, over several seeds (the run-to-run spread behind every verdict);
 # - `blurred`: the paper's non-private baseline trained on the blurred images ψ(x) only;
 # - `init`: training from scratch (the trainable part randomly initialised, no public pose pretraining)
 #   against the warm start at the largest ε;
@@ -518,16 +518,20 @@ with timer("fig7"):
         axes[1].plot(d.k, d.snr_gain, "o-", color=color, label=label)
     d0 = diag[diag.model == "warm start"]
     axes[0].plot(d0.k, d0.random_fraction, "k:", label="random subspace (k/p)")
-    axes[0].set(xscale="log", yscale="log", xlabel="k", ylabel="energy of the clean private gradient in V_k",
-                title="how much of the private gradient the public subspace holds")
+    axes[0].set(xscale="log", yscale="log", xlabel="k (rank of the public subspace V_k)",
+                ylabel="share of the private gradient's energy in V_k")
+    axes[0].set_title("(a) private gradient kept by the public subspace", fontsize=9)
     axes[1].axhline(1.0, color="k", lw=0.8, ls="--", label="projection neither helps nor hurts")
-    axes[1].set(xscale="log", yscale="log", xlabel="k", ylabel="SNR projected / SNR unprojected",
-                title=f"σ = {sigma_ref:.2f}, C = {c_main:g}, B = {cfg.batch_size}")
-    sns.barplot(data=controls, x="noise", y="pckh", hue="method", ax=axes[2],
-                palette={m: PALETTE[m] for m in ("dpsgd", "projected")})
-    axes[2].set(xlabel="", ylabel="PCKh@0.5 (%)", title=f"noise vs projection (ε = {eps_max:g} runs; controls not private)")
+    axes[1].set(xscale="log", yscale="log", xlabel="k", ylabel="SNR projected / SNR unprojected")
+    axes[1].set_title(f"(b) per-step SNR gain of projecting (σ = {sigma_ref:.2f}, C = {c_main:g}, B = {cfg.batch_size})",
+                      fontsize=9)
+    sns.barplot(data=controls.assign(name=controls.method.map(METHOD_NAMES)), x="noise", y="pckh", hue="name",
+                ax=axes[2], palette={METHOD_NAMES[m]: PALETTE[m] for m in ("dpsgd", "projected")})
+    axes[2].set(xlabel="", ylabel="PCKh@0.5 (%)")
+    axes[2].set_title(f"(c) noise or projection? ε = {eps_max:g}; no-noise runs are not private", fontsize=9)
     for ax in axes:
         ax.legend(fontsize=6)
+    fig.tight_layout()
     save_figure(fig, out_dir, "fig7_projection_diagnostics", pd.concat([diag, controls], ignore_index=True))
     plt.show()
     plt.close(fig)

@@ -152,8 +152,8 @@ def design_runs(cfg: Any, *, seed: int = 0) -> list[RunSpec]:
     * ``grid``: DP-SGD and feature-projective at every ``cfg.epsilons``; projected and feature at every
       ``cfg.epsilons_other`` (C1);
     * ``clip``: the methods of ``cfg.other_clip_methods`` at ``eps_max`` with every clipping norm of ``cfg.clips``;
-    * ``seeds``: the methods of ``cfg.seed_methods`` at ``eps_max``, and DP-SGD at the smallest epsilon, C1,
-      ``cfg.seeds`` seeds (the run-to-run spread behind every verdict);
+    * ``seeds``: the methods of ``cfg.seed_methods`` at ``eps_max``, and DP-SGD and feature-projective DP (the
+      paper's headline pair) at the smallest epsilon, C1, ``cfg.seeds`` seeds (the spread behind every verdict);
     * ``init``: every method of ``cfg.scratch_methods`` from scratch at ``eps_max``, C1, and its warm twin;
     * ``k``: feature-projective at ``eps_max``, C1, with every rank of ``cfg.k_grid`` and ``cfg.k``.
 
@@ -219,8 +219,9 @@ def design_runs(cfg: Any, *, seed: int = 0) -> list[RunSpec]:
     for s in range(n_seeds):
         for m in seed_methods:
             add(m, "seeds", s=s)
-        if eps_min != eps_max and "dpsgd" in seed_methods:
-            add("dpsgd", "seeds", epsilon=eps_min, s=s)
+        for m in ("dpsgd", "feature_projective") if eps_min != eps_max else ():
+            if m in seed_methods:
+                add(m, "seeds", epsilon=eps_min, s=s)
     for m in cfg.scratch_methods:
         add(m, "init", init="scratch")
         add(m, "init")
