@@ -200,3 +200,12 @@ def test_no_noise_control_is_labelled_not_private(model, data):
         train(model, cached, method="dpsgd", epsilon=1.0, noise_multiplier=0.0, delta=1e-5, clip=0.1, batch_size=8)
     with pytest.raises(InvalidArgumentError):
         train(model, cached, method="dpsgd", noise_multiplier=-1.0, delta=1e-5, clip=0.1, batch_size=8)
+
+
+def test_a_public_feature_row_identical_to_a_private_one_is_refused(model, data):
+    private, public, _ = data
+    cached, pub = cache_features(model, private), cache_features(model, public)
+    pub.images[3] = cached.images[7]  # other identities, but one record is a private record's copy
+    with pytest.raises(InvalidArgumentError, match="identical images"):
+        train(model, cached, method="projected", public_set=pub, k=2, epsilon=1.0, delta=1e-5, clip=0.1,
+              batch_size=8)

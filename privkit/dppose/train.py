@@ -34,6 +34,7 @@ The input model is copied; it is not modified.
 from __future__ import annotations
 
 import copy
+import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -286,8 +287,12 @@ def _check_disjoint(private_set: PoseSet, public_set: PoseSet) -> None:
             "'public' set was the first training images, which is not public)"
         )
     def keys(t: torch.Tensor) -> set[bytes]:
-        flat = t.detach().to("cpu", torch.float32).reshape(t.shape[0], -1).contiguous()
-        return {row.numpy().tobytes() for row in flat}
+        # a 128-bit digest per row, in chunks: bounded memory even for a memory-mapped feature cache of MPII's size
+        out: set[bytes] = set()
+        for i in range(0, t.shape[0], 1024):
+            rows = t[i:i + 1024].detach().to("cpu", torch.float32).reshape(min(1024, t.shape[0] - i), -1).contiguous()
+            out.update(hashlib.blake2b(r.tobytes(), digest_size=16).digest() for r in rows.numpy())
+        return out
     if keys(private_set.images) & keys(public_set.images):
         raise InvalidArgumentError("public_set must be disjoint from private_set, but they share identical images")
 
