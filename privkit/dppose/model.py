@@ -83,9 +83,6 @@ BACKBONES: tuple[str, ...] = ("convnet", "efficientnet_lite0", "tiny_vit_5m")
 #: ImageNet normalisation (the TinyViT backbone expects it; the conv net uses it too).
 _IMAGENET_MEAN = (0.485, 0.456, 0.406)
 _IMAGENET_STD = (0.229, 0.224, 0.225)
-#: EfficientNet-Lite0's input scale (TensorFlow Lite): (x - 127/255) / (128/255).
-_TFLITE_MEAN = (127.0 / 255.0,) * 3
-_TFLITE_STD = (128.0 / 255.0,) * 3
 
 
 def _size_pair(name: str, size: int | tuple[int, int]) -> tuple[int, int]:
@@ -695,7 +692,7 @@ def build_pose_model(
                                        "package's ImageNet weights are used); pass weights=None")
         if hw[0] % 16 or hw[1] % 16:
             raise InvalidArgumentError(f"input_size must have sides that are multiples of 16, got {hw}")
-        from ..encoders.efficientnet_lite import load_efficientnet_lite0
+        from ..encoders.efficientnet_lite import INPUT_MEAN, INPUT_STD, load_efficientnet_lite0
 
         enc = load_efficientnet_lite0(device="cpu")
         stages = enc._stage_of_stride  # noqa: SLF001 - the stage indices the encoder validated
@@ -710,11 +707,11 @@ def build_pose_model(
         _init_parameters(head, gen)
         if freeze_backbone:
             model = PoseNet(neck, head, input_size=hw, split_ratio=k, label_sigma=sig, num_joints=j,
-                            frozen=pyramid, mean=_TFLITE_MEAN, std=_TFLITE_STD)
+                            frozen=pyramid, mean=INPUT_MEAN, std=INPUT_STD)
         else:
             pyramid.requires_grad_(True)
             model = PoseNet(nn.Sequential(pyramid, neck), head, input_size=hw, split_ratio=k, label_sigma=sig,
-                            num_joints=j, mean=_TFLITE_MEAN, std=_TFLITE_STD)
+                            num_joints=j, mean=INPUT_MEAN, std=INPUT_STD)
         return model.to(device)
     if backbone == "convnet":
         if weights is not None:
