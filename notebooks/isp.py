@@ -42,7 +42,7 @@
 # paper's ArcFace role), MTCNN's ONet and the age/gender CNN (face-trained, never on identities), PDQ and pHash
 # (perceptual hashes), raw pixels, and privkit's small self-supervised `ssl-small` (the general-encoder stand-in
 # for CLIP/DINOv2). Numbers therefore differ from the paper's; the paper's are printed beside ours with the
-# reasons. Items marked **[I]** are privkit's definitions where the paper is silent (PAPERS.md §1): the rank, the
+# reasons. Items marked **[I]** are privkit's definitions where the paper is silent (docs/isp.md): the rank, the
 # probe details, FII/CPI/B*, the inversion attacks and thresholds.
 
 # %% tags=["parameters"]
@@ -136,7 +136,7 @@ with timer("embeddings"):
 # %% [markdown]
 # ### Which FAR the data can resolve
 # A FAR α is reported only if the impostor pairs allow at least 10 false accepts (α ≥ 10 / #pairs, privkit's rule;
-# DESIGN.md §8). The paper's 1,600-image test set gives ≈ 1.26 M impostor pairs and resolves 1e-4; ours is much
+# docs/isp.md §3). The paper's 1,600-image test set gives ≈ 1.26 M impostor pairs and resolves 1e-4; ours is much
 # smaller, so the lowest resolvable FAR is higher, and no TAR is ever printed below it. **Chance reference:** a score
 # that does not depend on identity accepts genuine pairs at the same rate as impostors, so its TAR at FAR α is α
 # (the realised FAR column): "near chance" below means "TAR within its interval of the FAR".
@@ -155,7 +155,7 @@ print(f"reported FARs: {list(cfg.fars)}; resolvable: {resolvable}; the lowest, {
 # ## 1. Leakage before and after ISP (paper Table 1)
 # The attacker fits a probe on the probe-fit identities (k labelled images each), picks its hyperparameters and the
 # threshold on the validation identities, and is scored on the test identities ([I]: k = probe-fit shots,
-# single-image templates; ridge λ from a 13-point log grid; MLP d→512→256 with early stopping, PAPERS.md §1.3).
+# single-image templates; ridge λ from a 13-point log grid; MLP d→512→256 with early stopping, docs/isp.md §3).
 # ISP-W is fitted on the probe-fit identities of the same set, ISP-X on the other set, both at rank
 # r = `cfg.isp_rank` [I: the paper's r was not found]. Every transform is applied to all three splits: the
 # attacker only ever sees sanitised embeddings. Intervals: 95% identity bootstrap of the test identities.
@@ -292,7 +292,7 @@ with timer("leakage"):
 
 # %% [markdown]
 # ## 2. Face versus context (paper's attribution study)
-# All privkit's definitions [I] (PAPERS.md §1.4): face and an equal-area background region get the same Gaussian
+# All privkit's definitions [I] (docs/isp.md §4): face and an equal-area background region get the same Gaussian
 # blur; FII = Δ_face − Δ_context with Δ = 1 − cos(z, z_perturbed) (normalised FII_n ∈ [−1, 1]; > 0: the face
 # matters more), binned by face-coverage ratio (FCR); CPI(σ) = how often a face-blurred query is closer to a
 # stranger in the *same scene* than to its own identity in another scene (> 0.5: context-preferring); B* = the

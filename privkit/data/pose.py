@@ -31,7 +31,7 @@ styles exist:
 
 The ``public`` split uses identities, seeds and a style disjoint from the
 ``private`` split: the DP pose paper's public code drew its "public" data from
-the private training set (PAPERS.md §2.5); privkit's public set shares no
+the private training set (docs/dppose.md §5); privkit's public set shares no
 identity and no random stream with the private one.
 
 A joint is *visible* when it is in the frame (``0 <= x, y <= size - 1``; pixel

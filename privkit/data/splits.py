@@ -1,6 +1,6 @@
 """Open-set identity splits.
 
-The ISP protocol (PAPERS.md §1.3) is strictly open-set: probes are fitted on one set of identities, every
+The ISP protocol (docs/isp.md §3) is strictly open-set: probes are fitted on one set of identities, every
 hyperparameter and threshold is fixed on a second, disjoint set, and results are reported on a third. privkit names
 the three parts:
 

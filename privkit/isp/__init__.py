@@ -2,7 +2,7 @@
 
 George, Yeh, Lee, Zhang, "From Measurement to Mitigation: Quantifying and Reducing Identity Leakage in Image
 Representation Encoders with Linear Subspace Removal", CVPR 2026 (arXiv:2604.05296); specification in
-``PAPERS.md`` §Paper 1. Where the paper is silent, privkit's own definitions are used and their docstrings say so.
+``docs/isp.md``. Where the paper is silent, privkit's own definitions are used and their docstrings say so.
 
 Modules:
     projection: :class:`IdentitySanitizer` → :class:`IdentityProjector` (ISP), LEACE and INLP baselines,

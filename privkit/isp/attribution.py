@@ -1,7 +1,7 @@
-"""Face-versus-context attribution: FCR, FII, CPI(σ) and B* (paper 1, PAPERS.md §1.4).
+"""Face-versus-context attribution: FCR, FII, CPI(σ) and B* (paper 1, docs/isp.md §4).
 
 The paper's formulas were not recovered. Everything below except FCR is **privkit's definition** ([I] in
-PAPERS.md §1.4), built on the paper's stated principle that face and context are compared with *equal-area,
+docs/isp.md §4), built on the paper's stated principle that face and context are compared with *equal-area,
 equal-strength* perturbations:
 
 * Perturbation T_σ(x, R) (:func:`perturb_region`): pixels in region R are replaced by the Gaussian blur of the image

@@ -1,6 +1,6 @@
 """The experiments of the ISP notebook (``notebooks/isp.py``), as tested library functions.
 
-Each function runs one study of paper 1 (PAPERS.md §1) on embeddings or images the caller provides and returns a
+Each function runs one study of paper 1 (docs/isp.md) on embeddings or images the caller provides and returns a
 tidy ``pandas.DataFrame`` that the notebook tabulates and plots. Where the paper is silent, the docstring says what
 privkit does and marks it [I].
 
@@ -81,7 +81,7 @@ INPUT_MODES: tuple[str, ...] = ("image", "box")
 #: Linear erasure methods :func:`fit_eraser` knows.
 ERASERS: tuple[str, ...] = ("isp", "leace", "inlp")
 
-#: The paper's ridge-probe TAR (%) at FAR = 1e-4 on CelebA-20 (PAPERS.md §1.8, from a secondary source):
+#: The paper's ridge-probe TAR (%) at FAR = 1e-4 on CelebA-20 (docs/isp.md §7, from a secondary source):
 #: encoder -> {column: value}; columns "k1_raw", "k1_ispw", "k16_raw", "k16_ispw", "k16_ispx" (None: not given).
 PAPER_RIDGE_TAR: dict[str, dict[str, float | None]] = {
     "DINOv2": {"k1_raw": 4.5, "k1_ispw": 3.5, "k16_raw": 5.7, "k16_ispw": 4.4, "k16_ispx": 4.2},
@@ -519,7 +519,7 @@ def attribution_tables(
     """FII (per image and by FCR bin), CPI(σ) and B* of one whole-image encoder on ``faces`` (privkit's definitions).
 
     The FII images are a seeded random subset of ``fii_images`` images. See :mod:`privkit.isp.attribution` for the
-    definitions (equal-area, equal-strength blur of face and context; all marked [I] in PAPERS.md §1.4).
+    definitions (equal-area, equal-strength blur of face and context; all marked [I] in docs/isp.md §4).
 
     Returns:
         {"fii": per-image DataFrame, "fii_by_fcr": binned summary, "cpi": DataFrame (None when the set has no

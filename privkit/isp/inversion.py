@@ -1,4 +1,4 @@
-"""Template-inversion audit (paper 1, PAPERS.md §1.5): can an image be rebuilt from a leaked embedding?
+"""Template-inversion audit (paper 1, docs/isp.md §5): can an image be rebuilt from a leaked embedding?
 
 The paper audits four generative inversion attacks (DiffMI, ALSUV, Vec2Face, and "Bob"). privkit implements two
 small, self-contained families that stand in for them (none of the paper's pretrained generators is available

@@ -1,4 +1,4 @@
-"""The attacker's verification probes (paper 1, PAPERS.md §1.3): raw cosine, ridge, MLP.
+"""The attacker's verification probes (paper 1, docs/isp.md §3): raw cosine, ridge, MLP.
 
 A probe maps unit-norm embeddings to unit-norm verification embeddings; the verification score is the cosine of the
 mapped embeddings. Probes are fitted on the probe-fit identities only and their hyperparameters are selected on

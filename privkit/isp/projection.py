@@ -1,6 +1,6 @@
-"""Identity Sanitization Projection (ISP) and its linear-erasure baselines (paper 1, PAPERS.md §1.2).
+"""Identity Sanitization Projection (ISP) and its linear-erasure baselines (paper 1, docs/isp.md §2).
 
-Every method here follows the fitter / frozen-object shape (DESIGN.md §3): a *fitter* accumulates streaming
+Every method here follows the fitter / frozen-object shape (docs/isp.md §2): a *fitter* accumulates streaming
 float64 statistics with ``update(embeddings, identities)`` and hands out a frozen, picklable-free object that applies
 the transform (``__call__``), moves between devices (``.to()``) and saves to safetensors with JSON metadata.
 
@@ -15,7 +15,7 @@ the transform (``__call__``), moves between devices (``.to()``) and saves to saf
   ridge (least-squares) multi-class classifier, computed from the same sufficient statistics.
 * :func:`principal_angles` — cosines of the principal angles between two fitted subspaces.
 
-Where the paper is silent the choices below are **privkit's definitions** ([I] in PAPERS.md): the rank rules, the
+Where the paper is silent the choices below are **privkit's definitions** ([I] in docs/isp.md §2): the rank rules, the
 numerical-rank tolerance, LEACE's optional rank truncation and INLP's per-iteration direction count.
 """
 

@@ -1,4 +1,4 @@
-"""What a sanitising projection keeps (paper 1, PAPERS.md §1.6): kNN retention and copy-detection retrieval.
+"""What a sanitising projection keeps (paper 1, docs/isp.md §6): kNN retention and copy-detection retrieval.
 
 * :func:`knn_accuracy` / :func:`knn_retention` — cosine k-nearest-neighbour accuracy on *non-identity* labels (the
   paper uses ImageNet classes) before and after a transform, reported as a percentage of the raw encoder

@@ -1,4 +1,4 @@
-"""Open-set few-shot verification at low false-accept rates (paper 1, PAPERS.md §1.3; DESIGN.md §8).
+"""Open-set few-shot verification at low false-accept rates (paper 1, docs/isp.md §3).
 
 Scores are cosine similarities of unit-norm (probe-mapped) embeddings; a pair is **accepted when its score is
 strictly greater than the threshold τ**.
@@ -16,7 +16,7 @@ statistic and a reported TAR would be noise. (The paper's 1,600-image test set g
 resolvable, 1e-5 marginal at 12.6 expected false accepts, 1e-6 not.) Unresolvable FARs get NaN, ``resolvable=False``,
 never a number.
 
-Pairs (privkit's definition of the two readings of k, PAPERS.md §1.3 [I]):
+Pairs (privkit's definition of the two readings of k, docs/isp.md §3 [I]):
 
 * ``enrol_shots = 1``: every image is its own template and all image pairs i < j are scored (genuine: same identity,
   impostor: different identities).
@@ -687,7 +687,7 @@ def evaluate_verification(
     chunk_size: int | None = None,
     device: str | torch.device | None = None,
 ) -> VerificationResult:
-    """Open-set few-shot verification of an attacker's probe (PAPERS.md §1.3).
+    """Open-set few-shot verification of an attacker's probe (docs/isp.md §3).
 
     1. The probe is fitted on the probe-fit identities (``train_*``): ``"raw"`` (cosine, no probe), ``"ridge"``
        (λ chosen on validation TAR from a log grid) or ``"mlp"`` (early-stopped on validation TAR).

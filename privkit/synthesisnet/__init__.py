@@ -1,8 +1,8 @@
 """SynthesisNet (paper 4): face publishing with metric-DP identity latents and a DCGAN with an auxiliary classifier.
 
 Shen, Wang, Tian, Cui — a Chinese journal paper on privacy-preserving face-image publishing. Its full text could
-not be obtained; privkit follows the design described in its summary (``seeds/003_*.txt``, ``papers/PAPERS.md``
-§4): a convolutional autoencoder splits a face into identity and attribute latents, metric-DP (multivariate
+not be obtained; privkit follows the design described in its summary (see ``docs/synthesisnet.md``,
+§1-§9): a convolutional autoencoder splits a face into identity and attribute latents, metric-DP (multivariate
 Laplace) noise perturbs the identity latent, and a DCGAN generator whose discriminator carries an auxiliary
 attribute classifier re-synthesises the face. Every quantitative choice (latent sizes, clip norm, loss weights,
 training schedule) is privkit's, marked as such in the docstrings; no paper numbers exist to compare with.

@@ -704,8 +704,9 @@ def reidentification_rate(
 
     Verification: the cosine similarity of every (published_i, original_j) pair is computed; the threshold is set
     at ``far`` on impostor pairs (different identities) and TAR is the acceptance rate of the source pairs
-    (published_i, original_i), and separately of the other same-identity pairs. Following DESIGN.md, a FAR below
-    the resolution of the impostor pairs (``1 / n_impostor``) is refused, never reported.
+    (published_i, original_i), and separately of the other same-identity pairs. Following
+    ``docs/synthesisnet.md`` §7, a FAR below the resolution of the impostor pairs (``1 / n_impostor``) is refused,
+    never reported.
 
     Identification: each published face is matched to its nearest ``gallery`` face (default: the originals, i.e.
     the attacker holds the source photos — the strongest case); rank-1 is the fraction matched to its identity.

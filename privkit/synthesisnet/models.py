@@ -5,13 +5,13 @@ The SynthesisNet paper (Shen, Wang, Tian, Cui; full text not obtained) names an 
 DCGAN whose discriminator shares its trunk with an auxiliary attribute classifier (separate last layers), with
 instance normalisation, ReLU in the generator and LeakyReLU in the discriminator. Everything below that the
 paper's summary does not state is **privkit's choice** (standard DCGAN / ACGAN / pix2pix practice, as listed in
-``papers/PAPERS.md`` §4.1):
+``docs/synthesisnet.md`` §4):
 
 * Encoders (:class:`IdentityEncoder`, :class:`AttributeEncoder`): two separate convolutional trunks of
   ``Conv 4x4 / stride 2 / padding 1`` layers taking the ``S x S`` image down to ``4 x 4`` (``log2(S/4)`` layers),
   channels ``width * 2**i`` capped at ``8 * width``, InstanceNorm (affine) + LeakyReLU(0.2), no norm on the first
   layer, then a linear head. At ``S = 128, width = 64`` this is the 3 -> 64 -> 128 -> 256 -> 512 -> 512 trunk of
-  PAPERS.md.
+  ``docs/synthesisnet.md`` §4.
 * Both latents live on spheres: ``z_id`` on the sphere of radius ``id_radius`` (the clip norm of the metric-DP
   mechanism, so that clipping is a no-op for encoder outputs and the noisy latent can be projected back onto the
   same sphere, see :mod:`privkit.synthesisnet.privatize`), ``z_att`` on the sphere of radius ``att_radius``.
@@ -20,11 +20,11 @@ paper's summary does not state is **privkit's choice** (standard DCGAN / ACGAN /
   order 1 whatever the radius), concatenated, mapped by a linear layer to ``4 x 4 x C`` (ReLU), then x2
   upsampling steps with channels ``width * 2**(n-1-j)`` capped at ``16 * width`` (InstanceNorm + ReLU) up to
   ``S x S x 3`` with a ``tanh`` output (images in ``[-1, 1]``). At ``S = 128, width = 64``: 1024 -> 512 -> 256 ->
-  128 -> 64 -> 3, as in PAPERS.md. Each step is, by default (``upsample="resize"``, privkit's choice), a
-  nearest-neighbour x2 upsampling followed by a ``Conv 3x3`` (Odena, Dumoulin & Olah 2016, "Deconvolution and
-  checkerboard artifacts"): DCGAN's ``ConvTranspose 4x4 / stride 2`` (``upsample="transpose"``, kept as an option)
-  overlaps its kernels unevenly and, in privkit's CPU-scale runs, printed a strong checkerboard on every
-  generated face; the resize-convolution cannot produce that pattern at initialisation and did not learn it.
+  128 -> 64 -> 3, as in ``docs/synthesisnet.md`` §4. Each step is, by default (``upsample="resize"``, privkit's
+  choice), a nearest-neighbour x2 upsampling followed by a ``Conv 3x3`` (Odena, Dumoulin & Olah 2016,
+  "Deconvolution and checkerboard artifacts"): DCGAN's ``ConvTranspose 4x4 / stride 2`` (``upsample="transpose"``,
+  kept as an option) overlaps its kernels unevenly and, in privkit's CPU-scale runs, printed a strong checkerboard
+  on every generated face; the resize-convolution cannot produce that pattern at initialisation and did not learn it.
 * :class:`Discriminator`: the encoder trunk with channels capped at ``16 * width`` (3 -> 64 -> ... -> 1024 at
   paper scale) shared by two heads, each a separate ``Conv 4x4`` on the ``4 x 4`` map: one real/fake logit and
   (optionally) the auxiliary classifier's logits for every attribute. Its convolutions are spectrally normalised
@@ -76,7 +76,7 @@ __all__ = [
 ]
 
 #: Channel caps (multiples of ``width``): the encoders stop at 8x (512 at width 64), the generator and the
-#: discriminator at 16x (1024 at width 64), as in PAPERS.md §4.1.
+#: discriminator at 16x (1024 at width 64), as in docs/synthesisnet.md §4.
 ENCODER_MAX_MULT = 8
 GENERATOR_MAX_MULT = 16
 DISCRIMINATOR_MAX_MULT = 16
@@ -288,7 +288,7 @@ class Discriminator(nn.Module):
             FaceDCGAN-like ablation).
         norm: ``"spectral"`` (spectrally normalised convolutions, no InstanceNorm; privkit's default, see
             :class:`~privkit.synthesisnet.SynthesisNetConfig`) or ``"instance"`` (InstanceNorm from layer 2, as
-            PAPERS.md lists).
+            docs/synthesisnet.md §4 lists).
 
     ``forward`` returns ``(logit, class_logits)``: the real/fake logits ``(N,)`` and a list with one ``(N, k_a)``
     tensor per attribute (empty list without auxiliary classifier).

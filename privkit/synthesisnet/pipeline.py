@@ -1,7 +1,7 @@
 """The SynthesisNet pipeline: train the autoencoder and the GAN, encode, publish with metric-DP identity noise.
 
 Design (after the SynthesisNet paper's summary; everything marked *privkit* is privkit's choice where the paper,
-whose full text could not be obtained, is silent — see ``papers/PAPERS.md`` §4):
+whose full text could not be obtained, is silent — see ``docs/synthesisnet.md`` §1, §9):
 
 1. **Autoencoder** (pre-training). ``Enc_id`` and ``Enc_att`` split a face ``x`` (scaled to ``[-1, 1]``) into an
    identity latent ``z_id`` and an attribute latent ``z_att``; ``Dec`` reconstructs ``x``. Loss (privkit weights)::
@@ -23,14 +23,14 @@ whose full text could not be obtained, is silent — see ``papers/PAPERS.md`` §
    generator's input on the manifold it was trained on.
 3. **GAN**: a DCGAN generator ``G(z~_id, z_att)`` (initialised from ``Dec``, *privkit*) and a discriminator whose
    trunk is shared with an auxiliary attribute classifier (separate last layers), spectrally normalised by default
-   (*privkit*, see ``discriminator_norm``). Losses (PAPERS.md defaults)::
+   (*privkit*, see ``discriminator_norm``). Losses (defaults of ``docs/synthesisnet.md`` §5)::
 
        L_D = BCE(D(x), 1) + BCE(D(G), 0) + lambda_cls CE(C(x), a) + lambda_cls_fake CE(C(G), a)
        L_G = BCE(D(G), 1) + lambda_rec |x - G|_1 + lambda_cls CE(C(G), a)
 
-   with ``lambda_cls = 1``, ``lambda_rec = 10`` and ``lambda_cls_fake = 0`` (PAPERS.md: the classifier learns from
-   real images only; ACGAN also trains it on generated images, ``lambda_cls_fake > 0``). With
-   probability ``swap_prob`` a sample's ``z_id`` is taken from another image of the batch (the summary's "randomly
+   with ``lambda_cls = 1``, ``lambda_rec = 10`` and ``lambda_cls_fake = 0`` (``docs/synthesisnet.md`` §5:
+   the classifier learns from real images only; ACGAN also trains it on generated images, ``lambda_cls_fake > 0``).
+   With probability ``swap_prob`` a sample's ``z_id`` is taken from another image of the batch (the summary's "randomly
    pick two faces and combine their identity and attributes"); such samples get no reconstruction term. Published
    latents are never the training latents, so this teaches ``G`` to render unseen identity/attribute pairs. With
    probability ``noise_prob`` a sample's latent is privatised as at publishing time (ε log-uniform in
