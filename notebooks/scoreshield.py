@@ -75,6 +75,7 @@ from privkit.scoreshield import (
     roc_shift_bound,
     synthetic_score_families,
 )
+from privkit import claims as C
 from privkit.scoreshield import experiments as X
 
 cfg = privkit.config.load("scoreshield", scale)
@@ -353,10 +354,11 @@ with timer("table1"):
 
 # %%
 with timer("table1b"):
-    proto_rows = []
+    proto_rows, template_genuine = [], {}  # genuine template pairs per protocol (the claims' binomial intervals)
 
     def template_rows(set_name, t_ids, feats, tpairs, tsame, impostors=None):
         tp = X.template_pairs(t_ids, feats, tpairs, tsame)
+        template_genuine[set_name] = int(tp["label"].sum())
         n_i = int((tp["label"] == 0).sum())
         n_f = n_i if impostors is None else len(impostors["score"])
         t_fars = tuple(f for f in (1e-6, 1e-5, 1e-4, 1e-3, 1e-2) if f * n_f >= 1.0)
@@ -821,28 +823,40 @@ with timer("dprag"):
         return rag[(rag.tau == tau) & (rag.k == k) & (rag.epsilon == eps) & (rag.delta == dlt)
                    & (rag.calibration == calib)].iloc[0]
 
+    paper_rag_eps1 = {(0.35, 20): "Gemma3-27B: 39.68 with vs 40.17 without retrieval",
+                      (0.25, 50): "Gemma3-12B: 39.44 with vs 46.36 without retrieval",
+                      (0.25, 10): "Qwen3-8B: 74.27 with vs 75.85 without retrieval"}
     rag_claims = []
     for tau, k in PAPER_RETRIEVAL_SETTINGS:
         r1, clean_r = rag_row(tau, k, 1.0, 1e-5), rag_row(tau, k, math.inf, 0.0, "none")
-        rag_claims.append({"claim": f"(τ, k) = ({tau:g}, {k}), ε = 1, δ = 1e-5: DP retrieval is no better than knowing "
-                                    f"nothing (paper: accuracy falls to or below no-retrieval)",
-                           "evidence": f"recall {r1.recall:.3f} [{r1.recall_low:.3f}, {r1.recall_high:.3f}] vs random "
-                                       f"{r1.recall_random:.3f} and non-private {clean_r.recall:.3f}",
-                           "verdict": "holds" if r1.recall_low <= 2 * r1.recall_random and r1.recall_high < clean_r.recall
-                           else "does not hold"})
+        rag_claims.append(C.claim_row(
+            "DP-RAG", f"(τ, k) = ({tau:g}, {k}), ε = 1, δ = 1e-5: DP retrieval is no better than knowing nothing "
+                      f"(retrieval recall at most twice that of {k} random chunks)",
+            paper=f"accuracy falls to or below no retrieval ({paper_rag_eps1.get((tau, k), '—')})",
+            ours=r1.recall, low=r1.recall_low, high=r1.recall_high, threshold=2 * r1.recall_random, kind="at_most",
+            what=f"gold-chunk recall (non-private {clean_r.recall:.3f}, {k} random chunks {r1.recall_random:.3f})",
+            interval=f"95 % bootstrap over {len(bench.queries)} questions"))
     if (100.0, 1e-2) in paper_privacy:
         r100, clean_r = rag_row(0.25, 50, 100.0, 1e-2), rag_row(0.25, 50, math.inf, 0.0, "none")
-        rag_claims.append({"claim": "(0.25, 50), ε = 100, δ = 1e-2 (paper's σ): retrieval recovers most of its clean "
-                                    "value (paper, Gemma3-12B: 54.98 vs 55.46 clean, 46.36 base)",
-                           "evidence": f"recall {r100.recall:.3f} [{r100.recall_low:.3f}, {r100.recall_high:.3f}] vs "
-                                       f"non-private {clean_r.recall:.3f} (true δ at that σ: {r100.true_delta:.3g})",
-                           "verdict": "holds" if r100.recall_high >= clean_r.recall_low else "does not hold"})
-    rag_claims.append({"claim": "the paper's generator accuracies (Table 2 / I.1)",
-                       "evidence": "needs its generator and judge LLMs and FRAMES, none of which can run here",
-                       "verdict": "not resolvable from the data"})
+        span = clean_r.recall - r100.recall_random
+        rag_claims.append(C.claim_row(
+            "DP-RAG", "(0.25, 50), ε = 100, δ = 1e-2 (paper's σ): retrieval recovers most of its clean value "
+                      "(at least half of the recall gained over random chunks)",
+            paper="Gemma3-12B: 54.98 vs 55.46 clean, 46.36 without retrieval",
+            ours=(r100.recall - r100.recall_random) / span, low=(r100.recall_low - r100.recall_random) / span,
+            high=(r100.recall_high - r100.recall_random) / span, threshold=0.5, kind="at_least",
+            what=f"share of the clean recall gain kept (recall {r100.recall:.3f} vs non-private {clean_r.recall:.3f}, "
+                 f"random {r100.recall_random:.3f}; true δ at that σ {r100.true_delta:.3g})",
+            interval=f"95 % bootstrap over {len(bench.queries)} questions"))
+    rag_claims.append(C.claim_row(
+        "DP-RAG", "the paper's generator accuracies (Table 2 / I.1)", paper="47 rows of LLM-judged FRAMES accuracy",
+        ours=float("nan"), low=float("nan"), high=float("nan"), threshold=0.0, kind="above",
+        what="generator accuracy (needs its generator and judge LLMs and FRAMES, none of which can run here)",
+        interval="not measured"))
     rag_claims = pd.DataFrame(rag_claims)
-    print("\nThe paper's DP-RAG claims, judged on retrieval:")
-    print(rag_claims.to_string(index=False))
+    print("\nThe paper's DP-RAG claims, judged on retrieval (tableV1_claims at the end gathers every claim):")
+    for _, c in rag_claims.iterrows():
+        print(f"  [{c.verdict}] {c.claim}: {c.evidence}")
 
 
 # %% [markdown]
@@ -980,7 +994,244 @@ with timer("audits"):
 
 # %% [markdown]
 # ## Checks of the paper's claims at this scale
-# nbval fails the notebook when one of these stops holding.
+# **The claims table.** Every claim of the paper that this notebook's outputs bear on, one row each: the paper's
+# number (where it gives one), ours with an interval (binomial for rates, Student-t over noise draws or over a
+# fit's residuals, the identity or question bootstrap computed above; none where the number is computed exactly),
+# and a verdict from `C.judge_claim`: "holds" when the whole interval is on the claim's side of its boundary,
+# "does not hold" when it is wholly on the other side, "not resolvable" when it straddles it or the number was not
+# measured at this scale. Our backbones stand in for the paper's (dlib for IR101, faceres for ViT-B), so Table 1's
+# claims are judged as shapes (orderings, where the target false-accept rate is reachable), not as levels. A claim
+# that does not hold is a finding, not a failure: the notebook goes on.
+#
+# **Invariants.** The cell after it checks privkit's own guarantees (audits, recalibrated FARs within their
+# binomial interval, no TAR below the smallest resolvable FAR, Newton reaching the nearest point, the calibration
+# warning, the direction of every ε effect); nbval fails the notebook when one of those stops holding.
+
+# %%
+def build_claims():
+    """Every claim row of the paper this notebook bears on (C.claim_row), in the notebook's order."""
+    rows = []
+
+    def add(section, claim, **kw):
+        rows.append(C.claim_row(section, claim, **kw))
+
+    def cell(df, key, col):  # one number of a table indexed by ε label; NaN when not run at this scale
+        return float(df.loc[key, col]) if (key in df.index and col in df.columns) else float("nan")
+
+    def diff_of_rates(p1, p2, n):  # difference of two rates in %, normal interval with n trials each
+        if not (math.isfinite(p1) and math.isfinite(p2)):
+            return float("nan"), float("nan"), float("nan")
+        a, b = p1 / 100, p2 / 100
+        half = 100 * 1.96 * math.sqrt(a * (1 - a) / n + b * (1 - b) / n)
+        return p1 - p2, p1 - p2 - half, p1 - p2 + half
+
+    nan3 = (float("nan"),) * 3
+    d_ver = cfg.verification_delta
+    eps_grid = sorted(cfg.verification_epsilons)
+    e_hi, e_lo = f"{eps_grid[-1]:g}", f"{eps_grid[0]:g}"
+
+    # --- calibration (§1)
+    cd = cal[cal.stated_delta == d_ver].set_index("epsilon")
+    e_best = float(cd.true_delta_at_paper_sigma.idxmin())
+    td = float(cd.true_delta_at_paper_sigma.min())
+    add("calibration", f"the paper's σ = Δ√(2 ln(2/δ))/ε gives (ε, δ = {d_ver:g})-DP at its Table 1 ε",
+        paper=f"δ = {d_ver:g} stated at ε = {', '.join(f'{e:g}' for e in eps_grid)}", ours=td, low=td, high=td,
+        threshold=d_ver, kind="at_most",
+        what=f"smallest exact δ at the paper's σ over those ε (at ε = {e_best:g}; "
+             f"{float(cd.true_delta_at_paper_sigma.max()):.3g} at ε = {eps_grid[-1]:g})",
+        interval="computed exactly by the analytic Gaussian mechanism")
+    r1 = gaussian_sigma(1.0, 1e-5, sensitivity=2.0, method="analytic") / gaussian_sigma(1.0, 1e-5, sensitivity=2.0,
+                                                                                         method="scoreshield")
+    add("calibration", "analytic calibration injects less noise than the paper's rule (ε = 1, δ = 1e-5)",
+        paper="analytic σ* below the paper's σ", ours=r1, low=r1, high=r1, threshold=1.0, kind="below",
+        what="σ*/σ at Δ = 2", interval="computed exactly")
+    rs = cd.sigma_analytic / cd.sigma_paper
+    add("calibration", f"analytic calibration injects less noise than the paper's rule (Table 1's ε, δ = {d_ver:g})",
+        paper="analytic σ* below the paper's σ", ours=float(rs.min()), low=float(rs.min()), high=float(rs.min()),
+        threshold=1.0, kind="below", what=f"smallest σ*/σ over ε = {e_lo}…{e_hi} (at ε = {float(rs.idxmin()):g})",
+        interval="computed exactly")
+
+    # --- error scaling (§2, paper Fig. 2)
+    theory = {"i: score vector": "n σ² = 4cn", "ii: Gram": "(n² + n)/2 · σ²"}
+    for (reg, adj), rate in rates.items():
+        d = scal[(scal.regime == reg) & (scal.adjacency == adj)]
+        label = f"regime {reg.split(':')[0]}, {adj} adjacency"
+        by_n = (d.projected / d.naive).groupby(d.n)
+        n_w = int(by_n.mean().idxmax())
+        m, lo, hi = C.mean_interval(by_n.get_group(n_w))
+        add("Fig. 2", f"{label}: the projected release has a lower error than the naive one at every n",
+            paper="projected risk below naive (rates only, no numbers)", ours=m, low=lo, high=hi, threshold=1.0,
+            kind="below", what=f"largest mean projected/naive MSE ratio over n (n = {n_w})",
+            interval=f"95 % t interval over {cfg.scaling_repeats} noise draws")
+        m, lo, hi = C.loglog_slope(d.n, d.projected)
+        add("Fig. 2", f"{label}: the projected error grows no faster than n^{rate:g}", paper=f"O(n^{rate:g})",
+            ours=m, low=lo, high=hi, threshold=rate, kind="at_most",
+            what=f"fitted exponent of the projected MSE in n = {min(cfg.scaling_ns)}…{max(cfg.scaling_ns)}",
+            interval="95 % t interval of the least-squares slope over every (n, draw)")
+        m, lo, hi = C.mean_interval(d.naive / d.theory_naive)
+        add("Fig. 2", f"{label}: the naive error is {theory[reg]}", paper=theory[reg], ours=m, low=lo, high=hi,
+            threshold=1.0, kind="contains", what="measured / closed-form naive MSE",
+            interval="95 % t interval over every (n, draw)")
+
+    # --- Table 1: accuracy and recalibrated template TAR per backbone and face set
+    paper_of = dict(zip(cfg.face_encoders, X.PAPER_TABLE1_BACKBONES))
+    for (bb, fs), g_ in table1.groupby(["backbone", "face_set"], sort=False):
+        pb = paper_of.get(bb, "IR101")
+        lfw_acc, ijb = X.PAPER_TABLE1_BACKBONES[pb]
+        a = g_.set_index("epsilon")
+        p_ = pair_sets[(bb, fs)]
+        n_acc = int(p_["label"].numel()) if "fold" in p_ else 2 * int(p_["label"].sum())
+        m, lo, hi = diff_of_rates(cell(a, e_hi, "accuracy"), cell(a, e_lo, "accuracy"), n_acc)
+        add("Table 1", f"{bb} on {fs}: verification accuracy falls as ε falls (ε = {e_hi} → {e_lo})",
+            paper=f"{pb} on LFW: {lfw_acc.get(e_hi, float('nan')):.2f} → {lfw_acc.get(e_lo, float('nan')):.2f}",
+            ours=m, low=lo, high=hi, threshold=0.0, kind="above",
+            what=f"accuracy drop in points ({cell(a, e_hi, 'accuracy'):.1f} → {cell(a, e_lo, 'accuracy'):.1f} %)",
+            interval=f"normal interval of a difference of two rates over {n_acc} balanced pairs")
+        proto = f"{fs} templates of {cfg.images_per_template}"
+        t = table1b[(table1b.backbone == bb) & (table1b.protocol == proto)].set_index("epsilon")
+        n_t = template_genuine.get(proto, 0)
+        m, lo, hi = diff_of_rates(cell(t, "100", "tar@0.0001 recal"), cell(t, "70", "tar@0.0001 recal"), n_t) \
+            if n_t else nan3
+        add("Table 1", f"{bb} on {fs} (templates): TAR@1e-4 after recalibration falls from ε = 100 to ε = 70",
+            paper=f"{pb}, IJB-C: {ijb['100']['IJBC'][2]:.2f} → {ijb['70']['IJBC'][2]:.2f}", ours=m, low=lo, high=hi,
+            threshold=0.0, kind="above",
+            what=f"TAR drop in points ({cell(t, '100', 'tar@0.0001 recal'):.1f} → "
+                 f"{cell(t, '70', 'tar@0.0001 recal'):.1f} %)",
+            interval=f"normal interval of a difference of two rates over {n_t} genuine template pairs")
+    # where TAR is 0: the target lies below the floor L(σ) = E[Q((1 − S)/σ)] of each backbone's impostor scores
+    for bb in cfg.face_encoders:
+        if bb not in imp_pairs:
+            continue
+        pb = paper_of.get(bb, "IR101")
+        ijb = X.PAPER_TABLE1_BACKBONES[pb][1]
+        s_imp = imp_pairs[bb]["score"].double().clamp(-1, 1)
+
+        def floor_at(eps):
+            sig = gaussian_sigma(eps, d_ver, sensitivity=2.0, method="scoreshield")
+            return C.mean_interval(torch.special.ndtr(-(1.0 - s_imp) / sig).numpy())
+
+        n_imp = len(s_imp)
+        for eps, far, kind, claim, paper in (
+                (35.0, 1e-4, "below", "TAR@1e-4 is reachable (above 0) at ε = 35",
+                 f"{pb}: IJB-B / IJB-C TAR@1e-4 {ijb['35']['IJBB'][2]:.2f} / {ijb['35']['IJBC'][2]:.2f} at ε = 35"),
+                (30.0, 1e-4, "above", "TAR@1e-4 is 0 at every ε ≤ 30", f"{pb}: 0 at ε = 30, 25, 20, 15"),
+                (35.0, 1e-5, "above", "TAR@1e-5 (and 1e-6) is 0 at every ε ≤ 35", f"{pb}: 0 at ε ≤ 35, IJB-B and IJB-C")):
+            m, lo, hi = floor_at(eps)
+            add("Table 1", f"{bb}: {claim} (the target FAR {'lies above' if kind == 'below' else 'lies below'} the "
+                           "floor L(σ))", paper=paper, ours=m, low=lo, high=hi, threshold=far, kind=kind,
+                what=f"floor L(σ) at ε = {eps:g} over the {n_imp:,} impostor pairs of {cfg.impostor_set}",
+                interval="95 % t interval over the impostor pairs (pairs share people: optimistic)")
+        # recalibration (App. G / Table 1 protocol), main face set, largest ε
+        v = ver_all[(ver_all.backbone == bb) & (ver_all.face_set == cfg.face_set) & (ver_all.epsilon == e_hi)]
+        fars_bb = far_sets[(bb, cfg.face_set)]
+        fa = 1e-4 if 1e-4 in fars_bb else min(fars_bb)
+        n_f, reps = int(v.n_far_impostors.iloc[0]), len(v)
+        for col, kind, claim, paper in (
+                (f"far@{fa:g} fixed", "above", "keeping the clean threshold inflates the false-accept rate",
+                 "FMR of the kept threshold above α (App. G)"),
+                (f"far@{fa:g} recal", "contains", "recalibration restores the target false-accept rate",
+                 "FMR = α after recalibration whenever α ≥ L(σ)")):
+            p, lo, hi = C.proportion_interval(float((v[col] * n_f).sum()), n_f * reps)
+            add("App. G", f"{bb}: {claim} (FAR {fa:g}, ε = {e_hi})", paper=paper, ours=p / fa, low=lo / fa,
+                high=hi / fa, threshold=1.0, kind=kind,
+                what=f"false-accept rate / target over {reps} draws of the {n_f:,} impostor pairs"
+                     + (" (the pairs the threshold was set on)" if kind == "contains" else ""),
+                interval="95 % Wilson interval")
+    # operating-point study: the kept threshold's inflation
+    a_hi = max(cfg.op_alphas)
+    o = ops[(ops.delta == d_show) & (ops.alpha == a_hi)]
+    w = o.loc[o.fmr_kept_threshold.idxmin()]
+    p, lo, hi = C.proportion_interval(float(w.fmr_kept_threshold * cfg.op_scores), cfg.op_scores)
+    add("App. G", f"synthetic families: keeping τ_α inflates the false-match rate at every ε (α = {a_hi:g})",
+        paper="FMR_priv(τ_α) > α (no numbers restated)", ours=p / a_hi, low=lo / a_hi, high=hi / a_hi,
+        threshold=1.0, kind="above",
+        what=f"smallest inflation FMR/α over families and ε ≤ {max(cfg.op_epsilons):g} "
+             f"({w.family}, ε = {w.epsilon:g})",
+        interval=f"95 % Wilson interval over {cfg.op_scores:,} impostor scores")
+    # decision flips and the ROC shift bound
+    pf = pair_flip.iloc[0]
+    p, lo, hi = C.proportion_interval(float(pf.flip_rate_measured * pf.n_pairs), int(pf.n_pairs))
+    add("App. G", f"decisions flip with probability Q(|s − τ|/σ) (ε = {pf.epsilon:g})",
+        paper="Pr[flip | s] = Q(|s − τ|/σ)", ours=p, low=lo, high=hi, threshold=float(pf.flip_rate_closed_form),
+        kind="contains", what=f"measured flip rate over {int(pf.n_pairs):,} verification pairs (closed form "
+                              f"{pf.flip_rate_closed_form:.4f})", interval="95 % Wilson interval")
+    ratio = roc_df.delta_auc / roc_df.bound_2eta
+    j = int(ratio.idxmax())
+    rr = roc_df.loc[j]
+    add("App. G", "|ΔAUC| ≤ 2η = 2Lσ√(2/π) at every ε", paper="|ΔAUC| ≤ 2η", ours=float(ratio[j]),
+        low=float((base_auc.estimate - rr.auc_high) / rr.bound_2eta),
+        high=float((base_auc.estimate - rr.auc_low) / rr.bound_2eta), threshold=1.0, kind="at_most",
+        what=f"largest |ΔAUC| / 2η over ε (at ε = {rr.epsilon:g})", interval="95 % identity bootstrap of the noisy AUC")
+    er = (roc_df.eer - roc_df.eer_clean).abs() / roc_df.bound_eta
+    add("App. G", "|ΔEER| ≤ η at every ε", paper="|ΔEER| ≤ η", ours=float(er.max()), low=float(er.max()),
+        high=float(er.max()), threshold=1.0, kind="at_most",
+        what=f"largest |ΔEER| / η over ε (at ε = {float(roc_df.epsilon[er.idxmax()]):g})",
+        interval="one noise draw, no interval computed")
+
+    # --- DP-RAG (§4), judged above
+    rows.extend(rag_claims.to_dict("records"))
+
+    # --- regime (ii) downstream (§5, paper Fig. 5 / K.*): the projected Gram against the naive one
+    gp = priv.pivot_table(index=["dataset", "metric", "delta_g", "epsilon", "repeat"], columns="method", values="value")
+    if {"none", "nearest"} <= set(gp.columns):
+        for metric in gp.index.get_level_values("metric").unique():
+            gain = (gp["nearest"] - gp["none"]).xs(metric, level="metric")
+            m, lo, hi = C.mean_interval(gain)
+            add("Fig. 5", f"the nearest-correlation projection beats the naive noisy Gram on {metric}",
+                paper="Ŝ better than S′ at the same privacy (figures only)", ours=m, low=lo, high=hi, threshold=0.0,
+                kind="above", what=f"mean gain in {metric}, nearest − naive, over {len(gain)} (dataset, Δ_G, ε, draw)",
+                interval="95 % t interval over those settings")
+    rp = rec[~rec.method.isin(["clean", "user means"])].pivot_table(index=["delta_g", "epsilon", "repeat"],
+                                                                      columns="method", values="rmse")
+    if {"none", "nearest"} <= set(rp.columns):
+        m, lo, hi = C.mean_interval(rp["none"] - rp["nearest"])
+        add("Fig. 5", "recommendation: the nearest-correlation projection lowers the RMSE of the naive Gram",
+            paper="a visible gain (figures only)", ours=m, low=lo, high=hi, threshold=0.0, kind="above",
+            what=f"mean RMSE gain, naive − nearest, over {len(rp)} (Δ_G, ε, draw)",
+            interval="95 % t interval over those settings")
+
+    # --- projection solvers (§6)
+    aap, dyk = solv[solv.method == "aap"], solv[solv.method == "dykstra"]
+    if len(aap):
+        v = float(np.maximum(-aap.min_eigenvalue, aap.max_diag_error).clip(lower=0).max())
+        add("solvers", "the paper's AAP returns a correlation matrix (PSD, unit diagonal)",
+            paper="exactly PSD with unit diagonal", ours=v, low=v, high=v, threshold=1e-8, kind="at_most",
+            what=f"largest negative eigenvalue or diagonal error, n = {', '.join(str(n) for n in aap.n)}",
+            interval="computed exactly")
+        v = float(aap.excess_distance_rel.min())
+        add("solvers", "the AAP output is the nearest correlation matrix (the point the risk bounds are proved for)",
+            paper="bounds for the exact projection; experiments use AAP", ours=v, low=v, high=v, threshold=1e-6,
+            kind="at_most", what="smallest relative excess distance to the noisy matrix over the nearest point",
+            interval="computed exactly")
+    if len(dyk):
+        v = float(dyk.excess_distance_rel.max())
+        add("solvers", "Dykstra's projections reach the nearest correlation matrix",
+            paper="Dykstra (its Algorithm 7) when the nearest point is needed", ours=v, low=v, high=v,
+            threshold=1e-6, kind="at_most", what="largest relative excess distance over the nearest point",
+            interval="computed exactly")
+
+    # --- privacy (§7): what an audit can refute
+    for label, claim in (("score vector, Δ = 2 (correct)", "the score-vector release with Δ = 2 is (ε, δ)-DP"),
+                         ("Gram, record adjacency (correct)",
+                          "the Gram release with Δ = 2√(2(n − 1)) is record-level (ε, δ)-DP")):
+        a = audit_df[audit_df.release == label].iloc[0]
+        v = float(a.epsilon_lower_95)
+        add("audits", claim + f" (ε = {a.claimed_epsilon:g}, δ = 1e-5)", paper="Gaussian mechanism at that Δ", ours=v,
+            low=v, high=v, threshold=float(a.claimed_epsilon), kind="at_most",
+            what="95 % lower confidence bound on ε from the audit",
+            interval="an audit can only refute: 'holds' means no violation was found")
+    return pd.DataFrame(rows)
+
+
+with timer("claims"):
+    claims = build_claims()
+    save_table(claims, out_dir, "tableV1_claims",
+               caption="The paper's claims at this scale: its number, ours with a 95% interval, and the verdict")
+    print(f"{len(claims)} claims: " + ", ".join(f"{(claims.verdict == v).sum()} {v}" for v in C.VERDICTS) + "\n")
+    for sec, cs in claims.groupby("section", sort=False):
+        print(f"{sec}:")
+        for _, c in cs.iterrows():
+            print(f"  [{c.verdict}] {c.claim} (paper: {c.paper}). Ours: {c.evidence}.")
 
 # %%
 failures = []
@@ -1018,8 +1269,7 @@ for tau, k in PAPER_RETRIEVAL_SETTINGS:
         failures.append(f"DP-RAG ({tau:g}, {k}): recall at ε = {lo_e:g} is not below the non-private recall")
     if not g.recall[("scoreshield", hi_e)] > g.recall[("scoreshield", lo_e)]:
         failures.append(f"DP-RAG ({tau:g}, {k}): recall does not rise from ε = {lo_e:g} to ε = {hi_e:g}")
-for _, c in rag_claims[rag_claims.verdict == "does not hold"].iterrows():
-    failures.append(f"DP-RAG claim does not hold: {c.claim} ({c.evidence})")
+# (the paper's DP-RAG claims are verdicts in tableV1_claims above: one that does not hold is a finding, not a failure)
 if scale != "smoke":
     eps_sorted = [f"{e:g}" for e in sorted(cfg.verification_epsilons)]
     # the paper's Table 1: every backbone's TAR at FPR 1e-4 is 0 at its smallest ε and positive at its largest

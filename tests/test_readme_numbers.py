@@ -165,6 +165,22 @@ def test_scoreshield_operating_points():
               f"α = 1e-2 (δ = {t.delta.iloc[0]:g})")
 
 
+def test_scoreshield_claims_and_verdicts():
+    from privkit.claims import VERDICTS, claim_readme_row, judge_claim
+
+    c = csv("scoreshield/tableV1_claims")
+    assert len(c) > 0 and set(c.verdict) <= set(VERDICTS)
+    in_readme("| claim | paper | our measure | ours [95 % interval] | verdict |")
+    for _, r in c.iterrows():
+        # the committed verdict is the one the committed numbers give
+        tol = None if pd.isna(r.tol) else r.tol
+        assert judge_claim(r.ours, r.low, r.high, threshold=r.threshold, kind=r.kind, tol=tol) == r.verdict, r.claim
+        in_readme(claim_readme_row(r))
+    n = c.verdict.value_counts()
+    in_readme(f"{n.get('holds', 0)} hold, {n.get('does not hold', 0)} do not, {n.get('not resolvable', 0)} are not "
+              "resolvable.")
+
+
 # ------------------------------------------------------------------------------------------------- DP pose
 @pytest.mark.parametrize("method,label", [("dpsgd", "DP-SGD"), ("projected", "projected DP-SGD"),
                                           ("feature", "feature DP"), ("feature_projective", "feature-projective DP")])

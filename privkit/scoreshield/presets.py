@@ -146,6 +146,7 @@ ARTEFACTS = (
     ("fig5b_recommender", "neighbour-recommender RMSE from a private user Gram (paper Fig. K.*)"),
     ("tableS1_solvers", "AAP vs Dykstra vs Newton vs one-eigh clipping (privkit)"),
     ("tableA1_audits", "empirical privacy audits with negative controls (privkit)"),
+    ("tableV1_claims", "every claim of the paper the notebook bears on: the paper's number, ours with a 95% interval, and a verdict from the data"),
 )
 
 register_presets("scoreshield", {"smoke": SMOKE, "default": DEFAULT, "paper": PAPER}, artefacts=ARTEFACTS)
