@@ -35,15 +35,19 @@
 # it certified against *linear* attackers only).
 #
 # **Data at the default scale.** CelebA, VGGFace2, CLIP, DINOv2 and ArcFace cannot be downloaded here. privkit
-# uses `lfw-subset-views` (the 100 real LFW face crops bundled with scikit-image, each its own identity, shown in
-# seeded synthetic views — pose, scale, lighting, blur, occluders — on real background photos; views are transforms
-# of one photo, not other photographs of the person) as the main set and the procedural `synthfaces` as the other
-# set for ISP-X. The encoders are the offline ones: dlib's ResNet face descriptor (the biometric reference, the
-# paper's ArcFace role), MTCNN's ONet and the age/gender CNN (face-trained, never on identities), PDQ and pHash
-# (perceptual hashes), raw pixels, and privkit's small self-supervised `ssl-small` (the general-encoder stand-in
-# for CLIP/DINOv2). Numbers therefore differ from the paper's; the paper's are printed beside ours with the
-# reasons. Items marked **[I]** are privkit's definitions where the paper is silent (docs/isp.md): the rank, the
-# probe details, FII/CPI/B*, the inversion attacks and thresholds.
+# uses `portraits-views` as the main set — 609 real frontal portraits of 609 different people, each its own identity,
+# shown in seeded views (pose warp, lighting, crop, blur, noise, occluders) on real background photos with exact face
+# masks; views are transforms of one photo, not other photographs of the person — and `lfw-subset-views` (the 100
+# real LFW faces bundled with scikit-image, in the same kind of views) as the *other* set for ISP-X. The encoders all
+# install offline: three biometric references (dlib's ResNet descriptor, the HSE `faceres` recogniser trained on
+# VGGFace2, and `mobileface`; the paper's ArcFace role), ImageNet **EfficientNet-Lite0** (the general-purpose
+# encoder, the paper's CLIP/DINOv2 role), **MoveNet**'s backbone (a human-centric encoder pretrained on COCO poses,
+# never on identities), MTCNN's ONet and the age/gender CNN (face-trained, never on identities), privkit's small
+# self-supervised `ssl-small`, PDQ and pHash (perceptual hashes) and raw pixels. Numbers therefore differ from the
+# paper's; the paper's are printed and drawn beside ours with the reasons. Items marked **[I]** are privkit's
+# definitions where the paper is silent (docs/isp.md): the rank, the probe details, FII/CPI/B*, the inversion attacks
+# and thresholds. The closing section judges each claim of the paper as *holds*, *does not hold* or *not resolvable
+# here*, from this run's data and intervals.
 
 # %% tags=["parameters"]
 scale = "default"
@@ -69,6 +73,7 @@ from privkit.errors import PrivkitError
 from privkit.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
 from privkit.isp import experiments as X
 from privkit.isp import VerificationPairs, simple_augment, smallest_resolvable_far
+from privkit.isp.utility import imagenet_photo_views, imagenet_top1_retention
 from privkit.isp.inversion import describe_inversion_evidence
 
 with warnings.catch_warnings():  # tqdm.auto warns when ipywidgets is absent and falls back to text bars
@@ -88,9 +93,9 @@ print(cfg)
 # ## Data, splits and embeddings
 # Identities are split into disjoint probe-fit / validation / test parts (the paper: 320 / 80 / 80). Encoders
 # marked `[box]` see the exact face box (face-crop models: dlib, age-gender, ONet as MTCNN uses it); `[image]`
-# see the whole 64-px image, face and background, as the paper's general encoders do. dlib and age-gender run at a
-# few images per second on a CPU, so embeddings are cached in `build/cache/` (owner-only files: they are biometric
-# templates).
+# see the whole image (`cfg.face_size` px), face and background, as the paper's general encoders do. dlib, faceres and
+# EfficientNet-Lite0 embed a few dozen images per second on a CPU, so embeddings are cached in `build/cache/`
+# (owner-only files: they are biometric templates).
 
 # %%
 with timer("embeddings"):
@@ -169,7 +174,8 @@ with timer("leakage"):
         tr_emb, tr_id = splits[lab]["train"]
         d = tr_emb.shape[1]
         fits[lab] = {
-            "ISP-W": X.fit_eraser("isp", tr_emb, tr_id, rank=min(r_max_w, d)),
+            # fitted once at the full numerical rank (≤ min(d, m − 1)) and cut to every rank of the sweep
+            "ISP-W": X.fit_eraser("isp", tr_emb, tr_id, rank=None),
             "ISP-X": X.fit_eraser("isp", emb_other[lab], other.identity, rank=min(cfg.isp_rank, r_max_x, d)),
         }
         r_main = min(cfg.isp_rank, fits[lab]["ISP-W"].rank, fits[lab]["ISP-X"].rank)
@@ -270,11 +276,15 @@ with timer("leakage"):
 
 # %%
 with timer("leakage"):
-    fig, axes = plt.subplots(1, len(cfg.probes), figsize=(4.2 * len(cfg.probes), 3.6), sharey=True, squeeze=False)
+    n_p = len(cfg.probes)
+    fig, axes = plt.subplots(1, n_p + 1, figsize=(4.4 * n_p + 3.6, 4.2), squeeze=False,
+                             gridspec_kw={"width_ratios": [len(labels)] * n_p + [max(3, len(X.PAPER_RIDGE_TAR))]})
+    for ax in axes[0][1:n_p]:
+        ax.sharey(axes[0][0])
     plot_df = lo[(lo.k == k_max) | (lo.probe == "cosine")]
     order = ["raw", "ISP-W", "ISP-X"]
     colours = dict(zip(order, ["#4c72b0", "#dd8452", "#55a868"]))
-    for ax, probe in zip(axes[0], ["cosine" if p == "raw" else p for p in cfg.probes]):
+    for ax, probe in zip(axes[0][:n_p], ["cosine" if p == "raw" else p for p in cfg.probes]):
         sub = plot_df[plot_df.probe == probe]
         x = np.arange(len(labels))
         for j, t in enumerate(order):
@@ -282,11 +292,26 @@ with timer("leakage"):
             ax.bar(x + (j - 1) * 0.27, 100 * s.tar, 0.27, color=colours[t], label=t,
                    yerr=[100 * (s.tar - s.tar_low), 100 * (s.tar_high - s.tar)], capsize=2, error_kw={"lw": 0.7})
         ax.axhline(100 * far_lo, color="k", ls=":", lw=0.8, label=f"chance (= FAR {far_lo:g})")
-        ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
-        ax.set(yscale="symlog", title=f"{probe} probe" + ("" if probe == "cosine" else f", k = {k_max}"))
-    axes[0][0].set_ylabel(f"TAR (%) at FAR = {far_lo:g}")
-    axes[0][0].legend(fontsize=7)
-    save_figure(fig, out_dir, "fig1_leakage", leak)
+        ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=8)
+        ax.set(yscale="symlog", ylim=(0, 100), title=f"privkit: {probe} probe" + ("" if probe == "cosine" else f", k = {k_max}"))
+    axes[0][0].set_ylabel(f"TAR (%) at FAR = {far_lo:g}, {faces.name}")
+    axes[0][0].legend(fontsize=7, loc="upper right")
+    # the paper's own numbers (ridge, CelebA-20, FAR 1e-4, k = 16), drawn on the same axis scale
+    ax = axes[0][n_p]
+    pap = list(X.PAPER_RIDGE_TAR.items())
+    xp = np.arange(len(pap))
+    for j, (t, col) in enumerate(zip(order, ("k16_raw", "k16_ispw", "k16_ispx"))):
+        vals = [np.nan if v.get(col) is None else v[col] for _, v in pap]
+        ax.bar(xp + (j - 1) * 0.27, vals, 0.27, color=colours[t], label=t, hatch="//", edgecolor="white")
+    ax.axhline(100 * 1e-4, color="k", ls=":", lw=0.8)
+    ax.set_xticks(xp, [e for e, _ in pap], rotation=60, ha="right", fontsize=8)
+    ax.set(yscale="symlog", ylim=(0, 100), title="paper: ridge, k = 16, FAR 1e-4\n(CelebA-20; no intervals given)")
+    fig.suptitle(f"Identity leakage before and after ISP (paper Table 1): TAR at FAR {far_lo:g}, 95% identity-bootstrap "
+                 f"CIs; ISP rank r = {cfg.isp_rank}; ISP-W fitted on {faces.name}, ISP-X on {other.name}", fontsize=9)
+    fig.tight_layout()
+    paper_long = pd.DataFrame([{"encoder": e, "transform": t, "tar": (v.get(c) or np.nan) / 100, "source": "paper"}
+                               for e, v in pap for t, c in zip(order, ("k16_raw", "k16_ispw", "k16_ispx"))])
+    save_figure(fig, out_dir, "fig1_leakage", pd.concat([leak.assign(source="privkit"), paper_long], ignore_index=True))
     plt.show()
     plt.close(fig)
 
@@ -368,19 +393,25 @@ with timer("attribution"):
 # ## 3. TAR and utility against the rank r; 4. ISP vs LEACE vs INLP
 # ISP is nested in r (the top-r singular directions), so one fit per set serves the whole sweep; LEACE (its
 # closed form, rank-truncated [I]) and INLP (one ridge-classifier direction per iteration [I]) are fitted on the
-# same probe-fit embeddings and compared at equal rank. Utility, as % of raw (paper §1.6 uses ImageNet kNN):
-# kNN (k = `cfg.knn_k`) of the *non-identity* attributes of the views (lighting, occluder, blur, pose, flip,
-# background scene), bank = images of the probe-fit and validation identities, queries = test identities; only
-# attributes the raw encoder predicts above chance count (see `utility_table`). Copy detection: augmented copies
+# same probe-fit embeddings and compared at equal rank. Utility, as % of raw (paper §1.6 uses ImageNet kNN and a
+# linear probe): kNN (k = `cfg.knn_k`) and a linear probe (multinomial logistic regression) of the *non-identity*
+# attributes of the views (lighting, occluder, blur, pose, flip, background scene), bank = images of the probe-fit
+# and validation identities, queries = test identities; only attributes the raw encoder predicts above chance count
+# (see `utility_table`). For EfficientNet-Lite0, which has its ImageNet classifier, also the **ImageNet top-1
+# agreement**: seeded views of scikit-image's photos are classified from the raw and from the ISP-sanitised features
+# (each rescaled to its raw norm before the classifier); agreement with the raw top-1 is the label-free analogue of
+# the paper's ImageNet top-1 retention. Copy detection: augmented copies
 # (crop, flip, colour, noise) of test images retrieved among their originals (whole-image encoders only: the copies
-# move the face, and the face-crop encoders need its box). Caveat of this data: in `lfw-subset-views` an identity
+# move the face, and the face-crop encoders need its box). Caveat of this data: in `portraits-views` an identity
 # *is* one photograph (its views are transforms of it), so the identity subspace is also the subspace that tells
 # photographs apart — copy detection is expected to lose more here than on real face data, where a person has
 # many different photographs.
 
 # %%
 with timer("rank_sweep"):
-    sweep, util, base_rows = [], [], []
+    sweep, util, base_rows, imnet = [], [], [], []
+    photo_views, photo_names = imagenet_photo_views(cfg.imagenet_views, size=224, seed=seed, return_names=True)
+    photo_names = np.array(photo_names)
     gen_aug = torch.Generator().manual_seed(seed)
     test_idx = torch.nonzero(masks["test"]).flatten()
     ref_idx = test_idx[torch.randperm(test_idx.numel(), generator=gen_aug)[: cfg.copy_references]]
@@ -417,16 +448,46 @@ with timer("rank_sweep"):
         if mode == "image":
             enc = encoders[name]
             cd = (emb[lab][ref_idx], enc.embed(copies).float().cpu())
-        u = X.utility_table(named, knn=knn, copy=cd, k=cfg.knn_k)
+        r_lin = min(cfg.isp_rank, fits[lab]["ISP-W"].rank)
+        # the linear probe (a full L-BFGS fit per attribute) at the main rank, for the general-purpose encoders
+        lin_names = ([n_ for n_, (m, r) in zip(named, transforms) if r == r_lin]
+                     if encoders[name].kind == "general" else [])
+        u = X.utility_table(named, knn=knn, copy=cd, k=cfg.knn_k, linear=lin_names)
+        if hasattr(encoders[name], "imagenet_logits"):  # ImageNet top-1 agreement (EfficientNet-Lite0)
+            with torch.no_grad():
+                pooled = encoders[name].pooled_features(photo_views)
+            for (m, r), fn in {**transforms, ("ISP-X", projectors[lab]["ISP-X"].rank): projectors[lab]["ISP-X"]}.items():
+                per_photo = []
+                for ph in dict.fromkeys(photo_names):
+                    sel = torch.from_numpy(photo_names == ph)
+                    per_photo.append(imagenet_top1_retention(encoders[name], None, fn, pooled=pooled[sel])["top1_agreement"])
+                per_photo = np.array(per_photo)
+                boot = np.random.default_rng(seed).choice(per_photo, size=(2000, len(per_photo))).mean(1)
+                imnet.append({"encoder": lab, "method": m, "rank": r, "agreement": per_photo.mean(),
+                              "agreement_low": np.quantile(boot, 0.025), "agreement_high": np.quantile(boot, 0.975),
+                              "n": int(pooled.shape[0]), "photos": len(per_photo)})
         u["method"] = [key[v][0] for v in u["transform"]]
         u["rank"] = [key[v][1] for v in u["transform"]]
         u.insert(0, "encoder", lab)
         util.append(u)
     sweep = pd.concat(sweep, ignore_index=True)
     util = pd.concat(util, ignore_index=True)
+    imnet = pd.DataFrame(imnet)
     informative = util[util.informative]
-    util_sum = (informative.assign(family=np.where(informative.metric.str.startswith("knn"), "knn", informative.metric))
+    family = informative.metric.str.split(":").str[0].where(informative.metric.str.contains(r"^(?:knn|linear):"),
+                                                             informative.metric)
+    util_sum = (informative.assign(family=family)
                 .groupby(["encoder", "method", "rank", "family"]).retention_pct.mean().unstack("family").reset_index())
+    if len(imnet):
+        util_sum = util_sum.merge(imnet[["encoder", "method", "rank", "agreement"]].assign(
+            imagenet_top1_agreement=lambda d: 100 * d.agreement).drop(columns="agreement"),
+            on=["encoder", "method", "rank"], how="left")
+        save_table(imnet, out_dir, "table9_imagenet",
+                   caption="EfficientNet-Lite0 ImageNet top-1 agreement with raw after ISP/LEACE/INLP, scikit-image "
+                           "photo views (95% photo-bootstrap CI)")
+        print(f"ImageNet top-1 agreement with the raw classifier (efficientnet-lite0, {int(imnet.n.iloc[0])} views of "
+              f"{int(imnet.photos.iloc[0])} scikit-image photos; photo-bootstrap 95% CI):")
+        print(imnet.to_string(index=False, float_format="{:.3f}".format))
     save_table(util, out_dir, "table4_utility",
                caption="Utility after ISP/LEACE/INLP as % of raw: kNN on non-identity attributes, copy detection")
     print("kNN attributes the raw encoders predict above chance (bank: probe-fit + validation identities):")
@@ -435,38 +496,69 @@ with timer("rank_sweep"):
 
 # %%
 with timer("rank_sweep"):
-    ranks_w = sweep[sweep.method.isin(["raw", "ISP-W"])]
-    n = len(labels)
-    fig, axes = plt.subplots(2, n, figsize=(2.3 * n, 5.2), sharex=True, squeeze=False)
-    for j, lab in enumerate(labels):
-        ax = axes[0][j]
-        raw_t = ranks_w[(ranks_w.encoder == lab) & (ranks_w.method == "raw")].iloc[0]
-        g = ranks_w[(ranks_w.encoder == lab) & (ranks_w.method == "ISP-W")].sort_values("rank")
-        ax.plot(g["rank"], 100 * g.tar, "o-", ms=3, label="ISP-W")
-        ax.fill_between(g["rank"], 100 * g.tar_low, 100 * g.tar_high, alpha=0.2)
-        for method, mk in (("LEACE", "s"), ("INLP", "^")):
-            g = sweep[(sweep.encoder == lab) & (sweep.method == method)]
-            ax.plot(g["rank"], 100 * g.tar, mk, ms=4, label=method)
-        ax.axhline(100 * raw_t.tar, color="#4c72b0", lw=0.8, label="raw")
-        ax.axhline(100 * far_lo, color="k", ls=":", lw=0.8, label="chance")
-        ax.set(xscale="log", title=lab, ylim=(0, None))
-        ax.title.set_fontsize(7)
-        ax2 = axes[1][j]
-        g = util_sum[(util_sum.encoder == lab) & (util_sum.method == "ISP-W")].sort_values("rank")
-        for col, mk in (("knn", "o-"), ("copy:recall@1", "s-"), ("copy:mAP", "^-")):
-            if col in g.columns and g[col].notna().any():
-                ax2.plot(g["rank"], g[col], mk, ms=3, label=col)
-        ax2.axhline(100, color="k", lw=0.6)
-        ax2.axhline(90, color="grey", lw=0.6, ls=":")
-        ax2.set(xscale="log", xlabel="rank r")
-    axes[0][0].set_ylabel(f"ridge TAR (%) at FAR {far_lo:g}")
-    for ax in axes[1]:
-        ax.set_xticks([r for r in sorted(set(sweep["rank"])) if r > 0], [str(r) for r in sorted(set(sweep["rank"])) if r > 0],
-                      fontsize=6)
-    axes[1][0].set_ylabel("utility, % of raw (ISP-W)")
-    for row in axes:
-        handles = {h.get_label(): h for ax in row for h in ax.get_lines() if not h.get_label().startswith("_")}
-        row[-1].legend(handles.values(), handles.keys(), fontsize=6, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    ranks_all = sorted({int(r) for r in sweep.loc[sweep.method == "ISP-W", "rank"]})
+    pos = {0: 0, **{r: i + 1 for i, r in enumerate(ranks_all)}}  # categorical x: raw, then the ranks
+    leaking = [lab for lab in labels
+               if (lambda r: r.tar_low > r.realised_far)(lo[(lo.encoder == lab) & (lo.probe == "ridge") & (lo.k == k_max)
+                                                         & (lo["transform"] == "raw")].iloc[0])]
+    palette = dict(zip(labels, plt.cm.tab20(np.linspace(0, 1, max(len(labels), 2)))))
+    fig, axes = plt.subplots(2, 2, figsize=(13, 8.5))
+    ax = axes[0][0]
+    for lab in leaking:
+        g = sweep[(sweep.encoder == lab) & sweep.method.isin(["raw", "ISP-W"])].copy()
+        g["x"] = g["rank"].map(pos)
+        g = g.sort_values("x")
+        ax.plot(g.x, 100 * g.tar, "o-", ms=3, color=palette[lab], label=lab)
+        ax.fill_between(g.x, 100 * g.tar_low, 100 * g.tar_high, color=palette[lab], alpha=0.15)
+    ax.axhline(100 * far_lo, color="k", ls=":", lw=0.8, label=f"chance (FAR {far_lo:g})")
+    ax.set_xticks(list(pos.values()), ["raw"] + [str(r) for r in ranks_all])
+    ax.set(yscale="symlog", ylim=(0, 100), xlabel="ISP-W rank r", ylabel=f"ridge TAR (%) at FAR {far_lo:g}, k = {k_max}",
+           title="(a) leakage against the rank (encoders that leak; 95% CI bands)")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, ncol=2)
+    ax = axes[0][1]
+    meths = [("ISP-W", "o"), ("LEACE", "s"), ("INLP", "^")]
+    for i, lab in enumerate(leaking):
+        for j, (m, mk) in enumerate(meths):
+            for q, r in enumerate(sorted(cfg.baseline_ranks)):
+                g = sweep[(sweep.encoder == lab) & (sweep.method == m) & (sweep["rank"] == min(r, r_max_w))]
+                if not len(g):
+                    continue
+                row = g.iloc[0]
+                xx = i + (j - 1) * 0.25 + (q - 0.5) * 0.1
+                ax.errorbar(xx, 100 * row.tar, yerr=[[100 * (row.tar - row.tar_low)], [100 * (row.tar_high - row.tar)]],
+                            fmt=mk, color=f"C{j}", mfc="white" if q == 0 else f"C{j}", ms=5, capsize=2,
+                            label=f"{m} r={min(r, r_max_w)}" if i == 0 else None)
+        raw_r = sweep[(sweep.encoder == lab) & (sweep.method == "raw")].iloc[0]
+        ax.hlines(100 * raw_r.tar, i - 0.45, i + 0.45, color="k", lw=1, label="raw" if i == 0 else None)
+    ax.set_xticks(range(len(leaking)), leaking, rotation=30, ha="right", fontsize=8)
+    ax.set(yscale="symlog", ylim=(0, 100), ylabel=f"ridge TAR (%) at FAR {far_lo:g}",
+           title="(b) ISP vs LEACE vs INLP at equal rank (95% CI)")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, ncol=2)
+    general = [lab for lab in labels if lab not in biometric]
+    for ax, family, title in ((axes[1][0], "knn", "(c) kNN on non-identity attributes (mean), % of raw"),
+                              (axes[1][1], "copy:recall@1", "(d) copy detection Recall@1, % of raw")):
+        for lab in general:
+            g = util_sum[(util_sum.encoder == lab) & util_sum.method.isin(["ISP-W"])].sort_values("rank")
+            if family not in g.columns or not g[family].notna().any():
+                continue
+            ax.plot(g["rank"].map(pos), g[family], "o-", ms=3, color=palette[lab], label=lab)
+        ax.axhline(100, color="k", lw=0.6)
+        ax.axhline(90, color="grey", lw=0.6, ls=":")
+        ax.set(xlabel="ISP-W rank r", ylabel="% of raw", title=title)
+    axes[1][0].set_xticks(list(pos.values())[1:] + [len(pos)], [str(r) for r in ranks_all] + ["paper\n(r not given)"])
+    for e, v in X.PAPER_UTILITY.items():  # the paper's ImageNet kNN retention after ISP, at its (unstated) rank
+        axes[1][0].plot(len(pos), v["knn_isp"], "D", color="k", ms=4)
+        axes[1][0].annotate(e, (len(pos), v["knn_isp"]), xytext=(4, 0), textcoords="offset points", fontsize=7,
+                            va="center")
+    axes[1][0].set_xlim(0.5, len(pos) + 0.8)
+    axes[1][1].set_xticks(list(pos.values())[1:], [str(r) for r in ranks_all])
+    if axes[1][0].get_legend_handles_labels()[0]:
+        axes[1][0].legend(fontsize=7, ncol=2, loc="lower left")
+    fig.suptitle(f"ISP rank sweep on {faces.name} (paper §1.6): leakage and utility; ISP-W fitted on "
+                 f"{len(parts['train'])} probe-fit identities", fontsize=10)
+    fig.tight_layout()
     save_figure(fig, out_dir, "fig3_rank", pd.concat([sweep.assign(panel="tar"), util_sum.assign(panel="utility")],
                                                      ignore_index=True))
     plt.show()
@@ -528,26 +620,31 @@ with timer("subspaces"):
 # image (identities disjoint from the targets); the targets are one image of each test identity; against ISP the
 # attacker knows the projector and inverts the sanitised embeddings.
 #
-# **Success rule** [I]: dlib (the biometric reference, never used by the attacks) embeds each reconstruction and each
-# target's real crop with the crop's face box; the reconstruction *verifies* when their cosine exceeds dlib's
-# FAR = `cfg.reference_far` threshold, set on the validation identities' face-box embeddings. Beside it, the
-# **identification view**: rank-1 — the real target crop nearest to a reconstruction is its own target's (chance 1/T)
-# — and the **margin** over the mismatched control (cosine to the own target minus the mean cosine of the other
-# targets' reconstructions to it). dlib's cosine between *different* faces is already ≈ 0.87 on these crops, so
-# margins are small numbers in a compressed space: fine for ranking and for "above zero", not comparable to the
-# paper's success rates. The dlib rows invert dlib's own embeddings (regression only: dlib is not differentiable) —
-# not disjoint from the reference, so an optimistic contrast standing for the paper's FR-embedding inversions
-# (67–100% success there, ≈ 0% for DINO/CLIP/SSCD).
+# **Success rule** [I]: two judges, dlib and faceres (biometric references never used by the attacks), each embed
+# every reconstruction and every target's real crop with the crop's face box; a reconstruction *verifies* when the
+# cosine exceeds the judge's FAR = `cfg.reference_far` threshold, set on the validation identities' face-box
+# embeddings. Beside it, the **identification view**: rank-1 — the real target crop nearest to a reconstruction is its
+# own target's (chance 1/T) — and the **margin** over the mismatched control (cosine to the own target minus the mean
+# cosine of the other targets' reconstructions to it). Margins live in each judge's own cosine scale: fine for ranking
+# and for "above zero", not comparable to the paper's success rates. The **FR contrast** rows invert a *third*
+# recogniser's embeddings (mobileface; regression only: it is not differentiable here), so both judges stay disjoint
+# from the attacked model — the stand-in for the paper's FR-embedding inversions (67–100% success there, ≈ 0% for
+# DINO/CLIP/SSCD).
 
 # %%
 with timer("inversion"):
-    ref_lab = next(iter(biometric), None)
+    # two judges (never used by the attacks) and, for the FR contrast, a third recogniser whose embeddings are attacked
+    judge_labs = [lab for lab in ("dlib-resnet-fr [box]", "faceres [box]") if lab in emb]
+    fr_pref = [lab for lab in ("mobileface [box]", "faceres [box]", "dlib-resnet-fr [box]") if lab in biometric]
+    contrast_lab = next((lab for lab in fr_pref if lab not in judge_labs), fr_pref[0] if fr_pref else None)
+    ref_lab = judge_labs[0] if judge_labs else None
     inv, recs = pd.DataFrame(), {}
     if ref_lab is None:
         print("no biometric reference encoder available: inversion skipped")
     else:
-        ref_enc = encoders[ref_lab.split(" ")[0]]
-        tau_ref = X.reference_threshold_from_embeddings(*splits[ref_lab]["val"], far=cfg.reference_far)
+        judges = {lab.split(" ")[0]: encoders[lab.split(" ")[0]] for lab in judge_labs}
+        taus = {lab.split(" ")[0]: X.reference_threshold_from_embeddings(*splits[lab]["val"], far=cfg.reference_far)
+                for lab in judge_labs}
         g = torch.Generator().manual_seed(seed + 1)
         test_ids = torch.unique(faces.identity[test_idx])
         test_ids = test_ids[torch.randperm(test_ids.numel(), generator=g)[: cfg.inversion_targets]]
@@ -565,12 +662,12 @@ with timer("inversion"):
                 fn = (lambda z: z) if proj is None else proj
                 attacked[f"{lab} {cond}"] = (X.ProjectedEncoder(encoders[name], proj), fn(emb[lab][aux]),
                                              fn(emb[lab][tgt]), mode)
-        if cfg.inversion_fr_contrast:
-            for cond, proj in (("raw", None), ("ISP-W", projectors[ref_lab]["ISP-W"])):
+        if cfg.inversion_fr_contrast and contrast_lab is not None:
+            for cond, proj in (("raw", None), ("ISP-W", projectors[contrast_lab]["ISP-W"])):
                 fn = (lambda z: z) if proj is None else proj
-                attacked[f"{ref_lab} {cond}"] = (None, fn(emb[ref_lab][aux]), fn(emb[ref_lab][tgt]))
+                attacked[f"{contrast_lab} {cond}"] = (None, fn(emb[contrast_lab][aux]), fn(emb[contrast_lab][tgt]))
         inv, recs = X.inversion_study(attacked, faces.images[aux], faces.box[aux], faces.identity[aux],
-                                      faces.images[tgt], faces.box[tgt], ref_enc, tau_ref,
+                                      faces.images[tgt], faces.box[tgt], judges, taus,
                                       target_identities=faces.identity[tgt], crop_size=cfg.inversion_resolution,
                                       crop_margin=cfg.inversion_margin, attacks=cfg.inversion_attacks,
                                       ridge_lambdas=cfg.ridge_lambdas, epochs=cfg.inversion_epochs,
@@ -579,13 +676,14 @@ with timer("inversion"):
         inv["encoder"] = [e.rsplit(" ", 1)[0] for e in inv.encoder]
         inv["reference_far"] = cfg.reference_far
         save_table(inv, out_dir, "table7_inversion",
-                   caption=f"Inversion to face crops: dlib verification at FAR {cfg.reference_far:g} and rank-1 "
+                   caption=f"Inversion to face crops: verification by each judge at FAR {cfg.reference_far:g} and rank-1 "
                            "identification (Wilson 95% CI), margin over the mismatched control (95% CI)")
         n_t = len(tgt)
-        print(f"dlib threshold at FAR {cfg.reference_far:g} (validation identities): cos > {tau_ref:.4f}; "
-              f"{n_t} targets (one per test identity), {len(aux)} auxiliary images of {len(parts['train'])} "
-              f"probe-fit identities; rank-1 chance {1 / n_t:.3f}")
-        show7 = inv[["encoder", "condition", "attack"]].copy()
+        print(f"judges' thresholds at FAR {cfg.reference_far:g} (validation identities): "
+              + ", ".join(f"{j} cos > {t_:.4f}" for j, t_ in taus.items())
+              + f"; {n_t} targets (one per test identity), {len(aux)} auxiliary images of {len(parts['train'])} "
+              f"probe-fit identities; rank-1 chance {1 / n_t:.3f}; FR contrast: {contrast_lab}'s own embeddings")
+        show7 = inv[["encoder", "condition", "attack", "judge"]].copy()
         show7["verified"] = [f"{round(r.success_rate * r.n_targets)}/{r.n_targets}" for r in inv.itertuples()]
         show7["control FA"] = inv.control_rate.map("{:.3f}".format)
         show7["rank-1 [95% CI]"] = [f"{r.rank1:.2f} [{r.rank1_low:.2f}, {r.rank1_high:.2f}]" for r in inv.itertuples()]
@@ -596,30 +694,50 @@ with timer("inversion"):
               f"verified at FAR {cfg.reference_far:g}; rows with rank-1 above chance (CI): "
               f"{int((inv.rank1_low > inv.rank1_chance).sum())} of {len(inv)}; rows with a margin CI above 0: "
               f"{int((inv.margin_low > 0).sum())} of {len(inv)}. The paper reports ≈ 0% success for non-FR encoders "
-              "and 67–100% for FR embeddings with pretrained generative inverters; privkit's small attacks on 25-px "
-              "LFW faces are far weaker, so the graded views (rank-1, margin) carry the comparison.")
+              "and 67–100% for FR embeddings with pretrained generative inverters; privkit's small attacks, trained on "
+              f"{len(aux)} images of {len(parts['train'])} people, are far weaker, so the graded views (rank-1, margin) "
+              "carry the comparison.")
         print(describe_inversion_evidence(inv))
 
 # %%
 with timer("inversion"):
     if len(inv):
-        fig, axes = plt.subplots(1, 3, figsize=(14, 0.3 * len(inv) + 1.4), sharey=True)
-        keys = list(inv.encoder + " " + inv.condition + " / " + inv.attack)
-        y = np.arange(len(inv))[::-1]
-        cols = np.where(inv.condition == "raw", "#4c72b0", "#dd8452")
-        for i in range(len(inv)):
-            r = inv.iloc[i]
-            for ax, (v, lo_, hi_) in zip(axes, [(100 * r.success_rate, 100 * r.ci_low, 100 * r.ci_high),
-                                               (100 * r.rank1, 100 * r.rank1_low, 100 * r.rank1_high),
-                                               (r.margin, r.margin_low, r.margin_high)]):
-                ax.errorbar(v, y[i], xerr=[[v - lo_], [hi_ - v]], fmt="o", color=cols[i], capsize=2, ms=4)
-        axes[0].set_yticks(y, keys, fontsize=7)
-        axes[0].set(xlabel=f"verified by dlib at FAR {cfg.reference_far:g} (%, Wilson 95%)", xlim=(-2, 102))
+        keys_df = inv[["encoder", "condition", "attack"]].drop_duplicates().reset_index(drop=True)
+        fig, axes = plt.subplots(1, 3, figsize=(14, 0.34 * len(keys_df) + 1.8), sharey=True)
+        keys = list(keys_df.encoder + " " + keys_df.condition + " / " + keys_df.attack)
+        y = np.arange(len(keys_df))[::-1]
+        judge_names = list(dict.fromkeys(inv.judge))
+        marks = dict(zip(judge_names, ["o", "s", "^", "D"]))
+        for i, kr in keys_df.iterrows():
+            for jn in judge_names:
+                rr = inv[(inv.encoder == kr.encoder) & (inv.condition == kr.condition) & (inv.attack == kr.attack)
+                         & (inv.judge == jn)]
+                if not len(rr):
+                    continue
+                r = rr.iloc[0]
+                off = 0.18 * (judge_names.index(jn) - (len(judge_names) - 1) / 2)
+                col = "#4c72b0" if r.condition == "raw" else "#dd8452"
+                for ax, (v, lo_, hi_) in zip(axes, [(100 * r.success_rate, 100 * r.ci_low, 100 * r.ci_high),
+                                                   (100 * r.rank1, 100 * r.rank1_low, 100 * r.rank1_high),
+                                                   (r.margin, r.margin_low, r.margin_high)]):
+                    ax.errorbar(v, y[i] + off, xerr=[[v - lo_], [hi_ - v]], fmt=marks[jn], color=col, capsize=2, ms=4,
+                                mfc="white" if judge_names.index(jn) else col)
+        for jn in judge_names:
+            axes[2].plot([], [], marks[jn], color="grey", mfc="white" if judge_names.index(jn) else "grey",
+                         label=f"judge: {jn}")
+        axes[2].plot([], [], "s", color="#4c72b0", label="raw embeddings")
+        axes[2].plot([], [], "s", color="#dd8452", label="after ISP-W")
+        axes[0].set_yticks(y, keys, fontsize=8)
+        axes[0].set(xlabel=f"verified at the judge's FAR {cfg.reference_far:g} (%, Wilson 95%)", xlim=(-2, 102))
         axes[1].axvline(100 * inv.rank1_chance.iloc[0], color="k", ls=":", lw=0.8, label="chance (1/T)")
         axes[1].set(xlabel="rank-1 among the targets' real crops (%, Wilson 95%)", xlim=(-2, 102))
         axes[1].legend(fontsize=7, loc="lower right")
         axes[2].axvline(0, color="k", lw=0.6)
-        axes[2].set(xlabel="dlib cosine gain over mismatched reconstructions (95% CI)")
+        axes[2].set(xlabel="judge's cosine gain over mismatched reconstructions (95% CI)")
+        axes[2].legend(fontsize=7, loc="lower right")
+        fig.suptitle(f"Template inversion to {cfg.inversion_resolution}-px face crops before and after ISP (paper §1.5): "
+                     f"{inv.n_targets.iloc[0]} targets; paper: ≈ 0% success for general encoders, 67–100% for FR",
+                     fontsize=9)
         axes[2].xaxis.set_major_locator(plt.MaxNLocator(5))
         fig.tight_layout()
         save_figure(fig, out_dir, "fig4_inversion", inv)
@@ -647,14 +765,133 @@ with timer("inversion"):
         plt.close(fig)
 
 # %% [markdown]
+# ## Verdicts on the paper's claims
+# Each claim of the paper that this notebook measures is compared with a threshold (0 for "lowers", the realised FAR
+# for "above chance", the paper's own bound where it states one), and the verdict reads only our 95% interval
+# (`privkit.claims.judge_claim`): **holds** when the whole interval is on the claimed side, **does not hold** when it
+# is wholly on the other side, **not resolvable** when it straddles the threshold. Intervals: paired identity
+# bootstrap for TAR drops, identity bootstrap for TARs, binomial for attribute accuracies, photo bootstrap for ImageNet
+# agreement, Wilson for inversion success, ±1.96 SEM for CPI. A difference between two encoders' TARs gets the
+# conservative interval [low_a − high_b, high_a − low_b]. Principal angles come from one fit per subspace and have no
+# interval (the row says so).
+
+# %%
+from privkit import claims as C
+
+claims = []
+general = [lab for lab in labels if lab not in biometric and encoders[lab.split(" ")[0]].kind == "general"]
+rid = lo[(lo.probe == "ridge") & (lo.k == k_max)]
+raw_r = rid[rid["transform"] == "raw"].set_index("encoder")
+boot = "95% identity bootstrap"
+if biometric and general:
+    fr_best = raw_r.loc[sorted(biometric)].tar.idxmax()
+    gen_best = raw_r.loc[general].tar.idxmax()
+    a_, b_ = raw_r.loc[fr_best], raw_r.loc[gen_best]
+    claims.append(C.claim_row("Table 1", "a face recogniser leaks far more identity than any general-purpose encoder",
+                              paper="ArcFace 94.0 vs CLIP 19.8 (+74.2 pts)", ours=100 * (a_.tar - b_.tar),
+                              low=100 * (a_.tar_low - b_.tar_high), high=100 * (a_.tar_high - b_.tar_low),
+                              threshold=0.0, kind="above",
+                              what=f"ridge TAR difference (pts), {fr_best} − {gen_best}, FAR {far_lo:g}",
+                              interval="conservative difference of two 95% identity-bootstrap intervals"))
+for lab in general:
+    r = raw_r.loc[lab]
+    claims.append(C.claim_row("Table 1", f"a general-purpose encoder leaks identity above chance: {lab}",
+                              paper="CLIP 19.8, SSCD 9.8, DINOv2 5.7 (% at FAR 1e-4)", ours=100 * r.tar,
+                              low=100 * r.tar_low, high=100 * r.tar_high, threshold=100 * r.realised_far, kind="above",
+                              what=f"raw ridge TAR (%) at FAR {far_lo:g}, k = {k_max}, against the realised FAR",
+                              interval=boot))
+leakers = [lab for lab in labels if bool(comp[(comp.encoder == lab)].leaks.iloc[0])]
+for lab in [lab for lab in labels if lab in general or lab in leakers]:
+    for t, pap in (("ISP-W", "CLIP 6.8, SSCD 5.4, DINOv2 1.3 pts"), ("ISP-X", "CLIP 9.6, SSCD 5.3, DINOv2 1.5 pts")):
+        c = comp[(comp.encoder == lab) & (comp["transform"] == t)].iloc[0]
+        claims.append(C.claim_row("Table 1", f"{t} lowers the ridge TAR: {lab}", paper=pap, ours=100 * c["drop"],
+                                  low=100 * c.drop_low, high=100 * c.drop_high, threshold=0.0, kind="above",
+                                  what=f"paired drop raw − {t} (pts" + (")" if c.leaks else "; raw does not leak "
+                                                                        "above chance here)"),
+                                  interval="95% paired identity bootstrap"))
+for lab in general:
+    row = table6[(table6.encoder == lab) & table6.b.str.startswith("ISP-X")]
+    if len(row):
+        m = float(row.mean_cos.iloc[0])
+        claims.append(C.claim_row("§1.8", f"identity subspaces fitted on different face sets align: {lab}",
+                                  paper="cosines > 0.99", ours=m, low=m, high=m, threshold=0.99, kind="above",
+                                  what=f"mean principal-angle cosine, ISP-W ({faces.name}) vs ISP-X ({other.name}), "
+                                       f"r = {int(row['rank'].iloc[0])} (random subspaces: "
+                                       f"{float(row.chance_mean_cos.iloc[0]):.2f}; largest cosine "
+                                       f"{float(row.max_cos.iloc[0]):.3f})",
+                                  interval="one fit per subspace, no sampling interval"))
+r_main_u = min(cfg.isp_rank, r_max_w)
+for lab in general:
+    for fam, pap, label in (("knn", "kNN: DINOv2 100.1, CLIP 98.3, SSCD 85.4", "kNN"),
+                            ("linear", "linear probe: DINOv2 99.2, CLIP 100.7, SSCD 83.3", "linear probe")):
+        u = util[(util.encoder == lab) & (util.method == "ISP-W") & (util["rank"] == r_main_u) & util.informative
+                 & util.metric.str.startswith(fam + ":")]
+        if not len(u):
+            continue
+        ret = float(u.retention_pct.mean())  # mean over the informative attributes; binomial SE of each, averaged
+        se = float(np.mean([100 * math.sqrt(max(x.transformed * (1 - x.transformed), 1e-12) / x.n_queries) / x.raw
+                            for x in u.itertuples()]))
+        claims.append(C.claim_row("§1.6", f"ISP keeps utility ({label} on non-identity attributes): {lab}", paper=pap,
+                                  ours=ret, low=ret - 1.96 * se, high=ret + 1.96 * se, threshold=90.0, kind="at_least",
+                                  what=f"{label} accuracy after ISP-W r = {r_main_u}, % of raw, mean of {len(u)} "
+                                       "attributes (ImageNet classes in the paper)",
+                                  interval="±1.96 binomial SE of the sanitised accuracies"))
+if len(imnet):
+    sel = imnet[(imnet.method == "ISP-W") & (imnet["rank"] == r_main_u)]
+    if len(sel):
+        i_ = sel.iloc[0]
+        claims.append(C.claim_row("§1.6", f"ISP keeps ImageNet classification: {i_.encoder}",
+                                  paper="ImageNet kNN / linear 98–101% of raw (CLIP, DINOv2)",
+                                  ours=100 * i_.agreement, low=100 * i_.agreement_low, high=100 * i_.agreement_high,
+                                  threshold=90.0, kind="at_least",
+                                  what=f"top-1 agreement with the raw classifier after ISP-W r = {r_main_u} (%), "
+                                       f"{int(i_.n)} views of {int(i_.photos)} unlabelled scikit-image photos",
+                                  interval="95% photo bootstrap"))
+if len(inv):
+    gen_inv = inv[inv.encoder.isin(general) & (inv.condition == "raw")]
+    if len(gen_inv):
+        w = gen_inv.loc[gen_inv.ci_high.idxmax()]
+        claims.append(C.claim_row("§1.5", "inverting a general-purpose encoder's embedding fails",
+                                  paper="≈ 0% (DINO, CLIP, SSCD)", ours=100 * w.success_rate, low=100 * w.ci_low,
+                                  high=100 * w.ci_high, threshold=10.0, kind="below",
+                                  what=f"verification success (%) at FAR {cfg.reference_far:g}, the worst case over "
+                                       f"encoders, attacks and judges ({w.encoder} / {w.attack} / judge {w.judge})",
+                                  interval=f"Wilson 95%, {int(w.n_targets)} targets"))
+    fr_inv = inv[(inv.encoder == contrast_lab) & (inv.condition == "raw")] if contrast_lab else inv.iloc[:0]
+    if len(fr_inv):
+        b = fr_inv.loc[fr_inv.success_rate.idxmax()]
+        claims.append(C.claim_row("§1.5", "a face recogniser's embedding can be inverted",
+                                  paper="67–100% (pretrained generative inverters)", ours=100 * b.success_rate,
+                                  low=100 * b.ci_low, high=100 * b.ci_high, threshold=50.0, kind="above",
+                                  what=f"verification success (%) at FAR {cfg.reference_far:g}, the best attack and "
+                                       f"judge ({b.encoder} / {b.attack} / judge {b.judge}); privkit's attacks are "
+                                       "small decoders, not pretrained face generators",
+                                  interval=f"Wilson 95%, {int(b.n_targets)} targets"))
+for lab in (cpi_df.encoder.unique() if len(cpi_df) else []):
+    if lab not in general:
+        continue
+    g0 = cpi_df[cpi_df.encoder == lab].sort_values("sigma").iloc[0]
+    claims.append(C.claim_row("§1.4", f"encoders are context-dominant: {lab}", paper="context-dominant (no number)",
+                              ours=float(g0.cpi), low=float(g0.cpi - 1.96 * g0["sem"]),
+                              high=float(g0.cpi + 1.96 * g0["sem"]), threshold=0.5, kind="above",
+                              what="CPI without blur (share of queries closer to a stranger in their own scene)",
+                              interval="±1.96 SEM over the queries"))
+claims = pd.DataFrame(claims, columns=["section", "claim", "paper", "what", "ours", "low", "high", "interval", "kind",
+                                       "threshold", "tol", "difference", "verdict", "evidence"])
+save_table(claims, out_dir, "table8_claims", caption="The paper's claims, its numbers and ours (95% intervals), with verdicts")
+for r in claims.itertuples():
+    print(f"- [{r.section}] {r.claim}: {r.verdict.upper()} — {r.evidence} (paper: {r.paper})")
+print(f"\n{len(claims)} claims: " + ", ".join(f"{(claims.verdict == v).sum()} {v}" for v in C.VERDICTS))
+
+# %% [markdown]
 # ## Checks of the paper's claims at this scale
 # nbval fails the notebook when one of these stops holding. Claims that smoke-scale noise could flip are checked at
 # the default scale only (and say so). Where a claim of the paper does not hold on this data, the check asserts
 # what is honestly expected here and the text says so: (i) a drop in TAR is required only of encoders that leak
-# *clearly* (marginal leaks of 1–2% at FAR 1e-3 cannot resolve a drop with 20 test identities); (ii) kNN utility
-# must not fall *significantly* below 90% of raw (with ~240 queries and near-chance raw accuracies the retention
-# ratio itself is too noisy for a hard 90% line); (iii) copy-detection retention is reported, not asserted (see
-# section 3).
+# *clearly* (a marginal leak cannot resolve a drop); (ii) kNN utility must not fall *significantly* below 90% of raw
+# (with near-chance raw accuracies the retention ratio itself is too noisy for a hard 90% line); (iii)
+# copy-detection retention is reported, not asserted (see section 3). These are privkit's own invariants; the paper's
+# claims get their verdicts in the section above and never fail the notebook by themselves.
 
 # %%
 failures, notes = [], []
@@ -675,11 +912,7 @@ if scale != "smoke":
     clear = comp[comp.clear_leak & (comp["transform"] == "ISP-W")]
     notes.append(f"clear leakers (raw ridge TAR above chance by more than its CI width): {list(clear.encoder)}; "
                  f"leaking only marginally: {sorted(set(comp[comp.leaks & ~comp.clear_leak].encoder))}")
-    # 3. ISP-W lowers the ridge TAR of every clearly leaking encoder by more than the paired interval (lower bound > 0)
-    for _, c in clear.iterrows():
-        if not c.drop_low > 0:
-            failures.append(f"{c.encoder}: ISP-W does not lower the ridge TAR beyond its interval "
-                            f"({100 * c.raw_tar:.1f}% -> {100 * c.isp_tar:.1f}%, drop CI [{100 * c.drop_low:.1f}, {100 * c.drop_high:.1f}])")
+    # 3. (whether ISP-W *lowers* the TAR is the paper's claim: judged in the claims table above, not asserted here)
     # ... and raises it significantly for no leaking encoder
     for _, c in comp[comp.leaks & (comp["transform"] == "ISP-W")].iterrows():
         if c.drop_high < 0:
@@ -689,37 +922,33 @@ if scale != "smoke":
         curve = sweep[(sweep.encoder == lab) & sweep.method.isin(["raw", "ISP-W"])]
         for msg in X.rises_with_rank(curve):
             failures.append(f"{lab}: {msg}")
-    # 5. utility of the non-biometric encoders at the main rank (ISP-W): kNN accuracy on every informative
-    #    non-identity attribute is not significantly below 90% of raw (one-sided, binomial SE of the queries);
-    #    copy detection stays far above chance (>= 10x). Copy-detection *retention* is reported, not asserted: in
-    #    lfw-subset-views an identity is one photo, so the identity subspace is also what tells photos apart.
+    # 5. copy detection after ISP-W at the main rank stays far above chance (>= 10x) for every whole-image encoder.
+    #    kNN / linear-probe retention is the paper's utility claim (claims table); copy-detection *retention* is
+    #    reported, not asserted: in portraits-views an identity is one photo, so the identity subspace is also what
+    #    tells photos apart.
     r_chk = min(cfg.isp_rank, r_max_w)
     main_u = util[(util.method == "ISP-W") & (util["rank"] == r_chk) & ~util.encoder.isin(biometric) & util.informative]
-    for _, u in main_u.iterrows():
-        if u.metric.startswith("knn"):
-            se = math.sqrt(max(u.transformed * (1 - u.transformed), 1e-12) / u.n_queries)
-            if u.transformed + 1.96 * se < 0.9 * u.raw:
-                failures.append(f"{u.encoder}: {u.metric} falls to {u.retention_pct:.1f}% of raw after ISP-W "
-                                f"(r={r_chk}), significantly below 90%")
-        elif u.metric == "copy:recall@1" and u.transformed < 10 * u.chance:
+    for _, u in main_u[main_u.metric == "copy:recall@1"].iterrows():
+        if u.transformed < 10 * u.chance:
             failures.append(f"{u.encoder}: copy-detection Recall@1 after ISP-W ({u.transformed:.3f}) is within 10x "
                             f"of chance ({u.chance:.4f})")
     # 6. template inversion, dlib contrast (inverting the reference's own embeddings, ridge decoder): the raw
     #    reconstructions carry identity (margin over the mismatched control above 0), and ISP-W does not give the
     #    attacker more than raw beyond the intervals (margin and rank-1). Verification at FAR 1e-3 and rank-1 above
-    #    chance are reported, not asserted: with 20 targets and 25-px faces they are 0 / at chance for every row.
-    if len(inv) and cfg.inversion_fr_contrast and ref_lab is not None:
-        fr = inv[(inv.encoder == ref_lab) & (inv.attack == "ridge")].set_index("condition")
+    #    chance are reported, not asserted (they are the claims' business, above).
+    if len(inv) and cfg.inversion_fr_contrast and contrast_lab is not None:
+        fr = inv[(inv.encoder == contrast_lab) & (inv.attack == "ridge") & (inv.judge == inv.judge.iloc[0])]
+        fr = fr.set_index("condition")
         raw_fr, isp_fr = fr.loc["raw"], fr.loc["ISP-W"]
-        notes.append(f"inversion, dlib contrast (ridge): margin raw {raw_fr.margin:+.4f} [{raw_fr.margin_low:+.4f}, "
+        notes.append(f"inversion, FR contrast ({contrast_lab}, ridge, judge {inv.judge.iloc[0]}): margin raw {raw_fr.margin:+.4f} [{raw_fr.margin_low:+.4f}, "
                      f"{raw_fr.margin_high:+.4f}], ISP-W {isp_fr.margin:+.4f} [{isp_fr.margin_low:+.4f}, "
                      f"{isp_fr.margin_high:+.4f}]; rank-1 raw {raw_fr.rank1:.2f}, ISP-W {isp_fr.rank1:.2f} "
                      f"(chance {raw_fr.rank1_chance:.2f})")
         if not raw_fr.margin_low > 0:
-            failures.append(f"inverting dlib's own raw embeddings gives no identity margin over the control "
+            failures.append(f"inverting {contrast_lab}'s raw embeddings gives no identity margin over the control "
                             f"({raw_fr.margin:+.4f}, CI low {raw_fr.margin_low:+.4f})")
         if isp_fr.margin_low > raw_fr.margin_high or isp_fr.rank1_low > raw_fr.rank1_high:
-            failures.append("inversion of ISP-W-sanitised dlib embeddings beats the raw ones beyond the intervals")
+            failures.append(f"inversion of ISP-W-sanitised {contrast_lab} embeddings beats the raw ones beyond the intervals")
 else:
     notes.append("smoke scale: the ISP-vs-raw, rank-monotonicity, utility and inversion checks need the default "
                  "scale's identities and are skipped")

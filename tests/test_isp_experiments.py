@@ -12,6 +12,7 @@ from privkit.data.types import FaceSet
 from privkit.encoders.base import Encoder
 from privkit.errors import InsufficientDataError, InvalidArgumentError, ShapeError, UnknownNameError
 from privkit.isp import experiments as X
+from privkit.isp.inversion import describe_inversion_evidence
 from privkit.isp.projection import IdentityProjector, IdentitySanitizer, INLPFitter, LeaceFitter
 from privkit.isp.verification import VerificationPairs, scan_pairs, thresholds_at_far
 
@@ -136,6 +137,15 @@ def test_eraser_arguments():
         X.truncate_eraser(p, 3)
     with pytest.raises(InvalidArgumentError):
         X.fit_eraser("isp", emb, ids, rank=5)  # > m - 1
+    full = X.fit_eraser("isp", emb, ids, rank=None)  # the full numerical rank: m - 1 = 4 here
+    assert full.rank == 4
+    # embeddings confined to a 2-D subspace: the full rank stops at 2 where rank=3 (≤ m − 1) would be refused
+    flat = torch.nn.functional.normalize(torch.cat([emb[:, :2], torch.zeros(len(emb), emb.shape[1] - 2)], 1), dim=1)
+    assert X.fit_eraser("isp", flat, ids, rank=None).rank == 2
+    with pytest.raises(InsufficientDataError, match="numerical rank"):
+        X.fit_eraser("isp", flat, ids, rank=3)
+    with pytest.raises(InvalidArgumentError, match="ISP only"):
+        X.fit_eraser("leace", emb, ids, rank=None)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -231,6 +241,26 @@ def test_utility_table_informative_and_retention():
     assert u.loc[("none", "copy:recall@1"), "retention_pct"] == pytest.approx(100.0)
     with pytest.raises(InvalidArgumentError):
         X.utility_table({"none": lambda z: z})
+
+
+def test_utility_table_linear_probe_rows():
+    bank, bank_id, bank_attr = clusters(20, 6, seed=4)
+    query, _, query_attr = clusters(10, 6, seed=5, offset=50)
+    p = X.fit_eraser("isp", bank, bank_id, rank=R0)
+    knn = (bank, {"attr": bank_attr}, query, {"attr": query_attr})
+    u = X.utility_table({"none": lambda z: z, "ISP": p}, knn=knn, k=5, linear=["ISP"])
+    lin = u[u.metric == "linear:attr"].set_index("transform")
+    assert list(lin.index) == ["ISP"]  # only the named transform is probed
+    assert bool(lin.loc["ISP", "informative"]) and lin.loc["ISP", "raw"] > 0.9
+    assert lin.loc["ISP", "retention_pct"] > 90  # the attribute is orthogonal to the identity subspace
+    both = X.utility_table({"none": lambda z: z}, knn=knn, k=5, linear=True)
+    assert both[both.metric == "linear:attr"].retention_pct.iloc[0] == pytest.approx(100.0)
+    with pytest.raises(UnknownNameError, match="linear"):
+        X.utility_table({"none": lambda z: z}, knn=knn, linear=["ISP"])
+    with pytest.raises(InvalidArgumentError, match="linear"):
+        X.utility_table({"none": lambda z: z}, knn=knn, linear="none")
+    with pytest.raises(InvalidArgumentError, match="knn"):
+        X.utility_table({"none": lambda z: z}, copy=(query, query), linear=True)
 
 
 def test_subspace_angles_identical_and_random():
@@ -332,3 +362,32 @@ def test_inversion_study_rows_identity_evidence_and_errors():
     with pytest.raises(InsufficientDataError, match="targets"):
         X.inversion_study({"x": (None, z[aux], z[tgt][:1])}, *args[:3], faces.images[tgt][:1], faces.box[tgt][:1],
                           ref, 0.5, attacks=("ridge",))
+
+
+def test_inversion_study_several_judges_one_row_each():
+    faces = tiny_faces(38, 4, 16, seed=1)
+    ref = CountingEncoder()
+    crops, _ = X.face_crops(faces.images, faces.box, size=8, margin=0.2)
+    leak = ref.embed(crops)
+    aux, tgt = torch.arange(0, 120), torch.arange(120, 152, 4)
+    args = (faces.images[aux], faces.box[aux], faces.identity[aux], faces.images[tgt], faces.box[tgt])
+    one, _ = X.inversion_study({"leak": (None, leak[aux], leak[tgt])}, *args, ref, 0.5, crop_size=8,
+                               attacks=("ridge",), seed=0)
+    two, _ = X.inversion_study({"leak": (None, leak[aux], leak[tgt])}, *args, {"a": ref, "b": ref},
+                               {"a": 0.5, "b": 2.0 ** -20}, crop_size=8, attacks=("ridge",), seed=0)
+    assert list(two.judge) == ["a", "b"] and list(two.threshold) == [0.5, 2.0 ** -20]
+    # the same reconstructions judged by the same encoder: identical graded measures, only the threshold differs
+    for col in ("rank1", "margin", "mean_score"):
+        assert two[col].tolist() == pytest.approx([one[col].iloc[0]] * 2)
+    assert two.success_rate.iloc[1] >= two.success_rate.iloc[0]
+    text = describe_inversion_evidence(two.assign(condition="raw"))
+    assert "(judge a)" in text and "(judge b)" in text
+    with pytest.raises(InvalidArgumentError, match="threshold"):
+        X.inversion_study({"leak": (None, leak[aux], leak[tgt])}, *args, {"a": ref}, 0.5, crop_size=8,
+                          attacks=("ridge",))
+    with pytest.raises(InvalidArgumentError, match="threshold"):
+        X.inversion_study({"leak": (None, leak[aux], leak[tgt])}, *args, {"a": ref}, {"b": 0.5}, crop_size=8,
+                          attacks=("ridge",))
+    with pytest.raises(InvalidArgumentError, match="threshold"):
+        X.inversion_study({"leak": (None, leak[aux], leak[tgt])}, *args, ref, float("nan"), crop_size=8,
+                          attacks=("ridge",))

@@ -30,7 +30,7 @@ import torch
 from .._validate import check_choice, check_int, check_probability, check_tensor, check_unit_norm
 from ..data.cache import DEFAULT_CACHE_DIR, cached_embeddings
 from ..data.types import FaceSet
-from ..errors import InsufficientDataError, InvalidArgumentError, ShapeError
+from ..errors import InsufficientDataError, InvalidArgumentError, ShapeError, UnknownNameError
 from .attribution import (
     background_dominance,
     context_preference_curve,
@@ -47,7 +47,7 @@ from .inversion import (
     wilson_interval,
 )
 from .projection import IdentityProjector, IdentitySanitizer, INLPFitter, LeaceEraser, LeaceFitter, principal_angles
-from .utility import copy_detection_metrics, knn_accuracy
+from .utility import copy_detection_metrics, knn_accuracy, linear_probe_accuracy
 from .verification import (
     DEFAULT_MIN_FALSE_ACCEPTS,
     VerificationPairs,
@@ -60,6 +60,7 @@ __all__ = [
     "INPUT_MODES",
     "ERASERS",
     "PAPER_RIDGE_TAR",
+    "PAPER_UTILITY",
     "embed_faces",
     "fit_eraser",
     "truncate_eraser",
@@ -89,6 +90,15 @@ PAPER_RIDGE_TAR: dict[str, dict[str, float | None]] = {
     "CLIP": {"k1_raw": 16.4, "k1_ispw": 11.9, "k16_raw": 19.8, "k16_ispw": 13.0, "k16_ispx": 10.2},
     "SSCD": {"k1_raw": 6.6, "k1_ispw": 3.6, "k16_raw": 9.8, "k16_ispw": 4.4, "k16_ispx": 4.5},
     "ArcFace (FR)": {"k1_raw": 93.7, "k1_ispw": None, "k16_raw": 94.0, "k16_ispw": None, "k16_ispx": None},
+}
+
+#: The paper's ImageNet utility after projection, % of raw (docs/isp.md §7): encoder -> {column: value}; columns
+#: "knn_isp", "knn_leace", "linear_isp", "linear_leace".
+PAPER_UTILITY: dict[str, dict[str, float]] = {
+    "DINOv2": {"knn_isp": 100.1, "knn_leace": 100.0, "linear_isp": 99.2, "linear_leace": 99.3},
+    "DINOv3": {"knn_isp": 97.3, "knn_leace": 97.4, "linear_isp": 93.5, "linear_leace": 93.4},
+    "CLIP": {"knn_isp": 98.3, "knn_leace": 98.5, "linear_isp": 100.7, "linear_leace": 105.6},
+    "SSCD": {"knn_isp": 85.4, "knn_leace": 85.7, "linear_isp": 83.3, "linear_leace": 82.6},
 }
 
 Transform = Callable[[torch.Tensor], torch.Tensor]
@@ -169,7 +179,7 @@ def fit_eraser(
     embeddings: torch.Tensor,
     identities: torch.Tensor,
     *,
-    rank: int,
+    rank: int | None,
 ) -> IdentityProjector | LeaceEraser:
     """Fit ISP, LEACE (rank-truncated) or INLP (one direction per iteration) removing ``rank`` directions.
 
@@ -180,9 +190,15 @@ def fit_eraser(
         method: ``"isp"``, ``"leace"`` or ``"inlp"``.
         embeddings: (N, d) unit-norm fitting embeddings.
         identities: (N,) integer identity labels.
-        rank: directions to remove, 1 ≤ rank ≤ min(d, m − 1).
+        rank: directions to remove, 1 ≤ rank ≤ min(d, m − 1); ISP only: None removes the full numerical rank of
+            the centred class-mean matrix (every direction it has, which can be fewer than min(d, m − 1) when the
+            encoder's embeddings span fewer dimensions).
     """
     method = check_choice("method", method, ERASERS)
+    if rank is None:
+        if method != "isp":
+            raise InvalidArgumentError(f"rank=None (the full numerical rank) is offered for ISP only, not {method!r}")
+        return IdentitySanitizer(rank=None, rank_rule="full").update(embeddings, identities).projector
     rank = check_int("rank", rank, minimum=1)
     if method == "isp":
         return IdentitySanitizer(rank=rank).update(embeddings, identities).projector
@@ -414,8 +430,9 @@ def utility_table(
     copy: tuple[torch.Tensor, torch.Tensor] | None = None,
     k: int = 20,
     min_gain_se: float = 3.0,
+    linear: bool | Sequence[str] = False,
 ) -> pd.DataFrame:
-    """What a transform keeps: kNN accuracy on non-identity attributes and copy detection, as % of raw.
+    """What a transform keeps: kNN and linear-probe accuracy on non-identity attributes and copy detection, % of raw.
 
     kNN (paper §1.6, ImageNet kNN there): a labelled bank (e.g. images of the probe-fit and validation identities)
     classifies queries of *other* identities, so identity cannot stand in for the attribute. An attribute counts as
@@ -429,12 +446,26 @@ def utility_table(
         copy: (reference_emb, copy_emb), copy i made from reference i, or None.
         k: neighbours.
         min_gain_se: informativeness margin in binomial standard errors.
+        linear: also the paper's linear probe (:func:`~privkit.isp.utility.linear_probe_accuracy`, metrics
+            ``linear:<attribute>``) on the ``knn`` data: True for every transform, or the names of the transforms to
+            probe (a probe is a full L-BFGS fit, so a sweep may limit it to its main ranks).
 
     Returns:
         DataFrame with transform, metric, raw, transformed, retention_pct, chance, informative, n_queries.
     """
     if knn is None and copy is None:
         raise InvalidArgumentError("give knn=... and/or copy=...")
+    if isinstance(linear, bool):
+        linear_names = set(transforms) if linear else set()
+    elif isinstance(linear, (str, bytes)) or not hasattr(linear, "__iter__"):
+        raise InvalidArgumentError(f"linear must be a bool or a sequence of transform names, got {linear!r}")
+    else:
+        linear_names = set(linear)
+        unknown = linear_names - set(transforms)
+        if unknown:
+            raise UnknownNameError("linear", sorted(unknown), transforms)
+    if linear_names and knn is None:
+        raise InvalidArgumentError("linear probes need the knn=... data (bank and queries with attribute labels)")
     rows = []
     if knn is not None:
         bank, bank_lab, query, query_lab = knn
@@ -450,6 +481,17 @@ def utility_table(
                 rows.append({"transform": tname, "metric": f"knn:{attr}", "raw": raw, "transformed": acc,
                              "retention_pct": 100 * acc / raw if raw > 0 else math.nan, "chance": maj,
                              "informative": bool(informative), "n_queries": int(yq.numel())})
+            if not linear_names:
+                continue
+            raw_lin = linear_probe_accuracy(bank, yb, query, yq)
+            informative_lin = raw_lin > maj + min_gain_se * se
+            for tname in [t for t in transforms if t in linear_names]:
+                fn = transforms[tname]
+                with torch.no_grad():
+                    acc = linear_probe_accuracy(fn(bank), yb, fn(query), yq)
+                rows.append({"transform": tname, "metric": f"linear:{attr}", "raw": raw_lin, "transformed": acc,
+                             "retention_pct": 100 * acc / raw_lin if raw_lin > 0 else math.nan, "chance": maj,
+                             "informative": bool(informative_lin), "n_queries": int(yq.numel())})
     if copy is not None:
         ref, cop = copy
         if ref.shape != cop.shape:
@@ -650,7 +692,7 @@ def inversion_study(
     target_images: torch.Tensor,
     target_boxes: torch.Tensor,
     reference_encoder: Any,
-    threshold: float,
+    threshold: float | Mapping[str, float],
     *,
     target_identities: torch.Tensor | None = None,
     crop_size: int = 32,
@@ -695,8 +737,11 @@ def inversion_study(
         aux_images, aux_boxes, aux_identities: (N, 3, H, W) auxiliary images (identities disjoint from the targets),
             their (N, 4) xyxy face boxes and (N,) identities (for the CV folds).
         target_images, target_boxes: (T, 3, H, W) targets and their (T, 4) face boxes.
-        reference_encoder: privkit Encoder accepting ``boxes=`` (dlib-resnet-fr), not used by the attacks.
-        threshold: the reference threshold (e.g. :func:`reference_threshold_from_embeddings` at FAR 1e-3).
+        reference_encoder: privkit Encoder accepting ``boxes=`` (dlib-resnet-fr), not used by the attacks; or a
+            mapping judge name -> such an encoder, to judge the same reconstructions with several references (one
+            row per judge; ``threshold`` is then a mapping with the same keys).
+        threshold: the reference threshold (e.g. :func:`reference_threshold_from_embeddings` at FAR 1e-3), or one
+            per judge.
         target_identities: (T,) identities of the targets (None: all different).
         crop_size, crop_margin: the crops (see above).
         attacks: subset of ``INVERSION_ATTACKS`` ("optimisation" needs "conv"'s decoder and is skipped for rows
@@ -705,7 +750,7 @@ def inversion_study(
         seed: seeds the decoders, the CV folds and the search.
 
     Returns:
-        (DataFrame with encoder, attack, family, success_rate, ci_low, ci_high, n_targets, threshold, mean_score,
+        (DataFrame with encoder, attack, family, judge (the reference's name, or its ``name`` attribute), success_rate, ci_low, ci_high, n_targets, threshold, mean_score,
         control_rate, rank1, rank1_low, rank1_high, rank1_chance, margin, margin_low, margin_high, ridge_lambda;
         {f"{encoder}/{attack}": reconstructed crops}).
     """
@@ -729,26 +774,42 @@ def inversion_study(
     canvas_scale = crop_size / max(h, w)
     canvas_size = (max(1, round(h * canvas_scale)), max(1, round(w * canvas_scale)))
     aux_canvas = torch.nn.functional.interpolate(aux_images.float(), size=canvas_size, mode="area")
-    ref_t = reference_encoder.embed(tgt_crops, boxes=tgt_cbox).float().cpu()
+    if isinstance(reference_encoder, Mapping):
+        if not isinstance(threshold, Mapping) or set(threshold) != set(reference_encoder):
+            raise InvalidArgumentError("threshold: with several reference encoders (a mapping), threshold must be a "
+                                       f"mapping with the same keys {sorted(reference_encoder)}")
+        if not reference_encoder:
+            raise InvalidArgumentError("reference_encoder: the mapping of judges is empty")
+        judges = {str(k): (v, float(threshold[k])) for k, v in reference_encoder.items()}
+    else:
+        if isinstance(threshold, Mapping):
+            raise InvalidArgumentError("threshold: a mapping needs a mapping of reference encoders")
+        judges = {str(getattr(reference_encoder, "name", "reference")): (reference_encoder, float(threshold))}
+    for jn, (_, thr) in judges.items():
+        if not math.isfinite(thr) or not -1.0 <= thr <= 1.0:
+            raise InvalidArgumentError(f"threshold[{jn!r}]: must be a finite cosine in [-1, 1], got {thr}")
+    ref_ts = {jn: enc.embed(tgt_crops, boxes=tgt_cbox).float().cpu() for jn, (enc, _) in judges.items()}
     same = tid[:, None] == tid[None, :]
     chance = float(same.float().sum(1).mean()) / t
 
-    def evaluate(rec: torch.Tensor) -> dict:
-        z = reference_encoder.embed(rec.clamp(0, 1).detach(), boxes=tgt_cbox).float().cpu()
+    def evaluate(rec: torch.Tensor, judge: str) -> dict:
+        reference, thr = judges[judge]
+        ref_t = ref_ts[judge]
+        z = reference.embed(rec.clamp(0, 1).detach(), boxes=tgt_cbox).float().cpu()
         s = z @ ref_t.T  # s[i, j] = cos(reconstruction i, real target j)
         own = s.diagonal()
-        k = int((own > threshold).sum())
+        k = int((own > thr).sum())
         lo, hi = wilson_interval(k, t)
         other = ~same  # control for target j: reconstructions i of other identities, s[i, j]
         ctl_mean = (s * other).sum(0) / other.sum(0).clamp_min(1)
-        ctl_rate = float(((s > threshold) & other).sum()) / max(int(other.sum()), 1)
+        ctl_rate = float(((s > thr) & other).sum()) / max(int(other.sum()), 1)
         hit = same[torch.arange(t), s.argmax(1)]
         r1 = int(hit.sum())
         r_lo, r_hi = wilson_interval(r1, t)
         diff = own - ctl_mean
         half = 1.96 * float(diff.std()) / math.sqrt(t)
         m = float(diff.mean())
-        return {"success_rate": k / t, "ci_low": lo, "ci_high": hi, "n_targets": t, "threshold": float(threshold),
+        return {"judge": judge, "success_rate": k / t, "ci_low": lo, "ci_high": hi, "n_targets": t, "threshold": thr,
                 "mean_score": float(own.mean()), "control_rate": ctl_rate, "rank1": r1 / t, "rank1_low": r_lo,
                 "rank1_high": r_hi, "rank1_chance": chance, "margin": m, "margin_low": m - half, "margin_high": m + half}
 
@@ -789,6 +850,7 @@ def inversion_study(
             found.append(("optimisation", rec))
         for attack, rec in found:
             recs[f"{name}/{attack}"] = rec.detach()
-            rows.append({"encoder": name, "attack": attack, "family": INVERSION_ATTACKS[attack].split(" ")[0],
-                         **evaluate(rec), "ridge_lambda": ridge.lam})
+            for judge in judges:
+                rows.append({"encoder": name, "attack": attack, "family": INVERSION_ATTACKS[attack].split(" ")[0],
+                             **evaluate(rec, judge), "ridge_lambda": ridge.lam})
     return pd.DataFrame(rows), recs

@@ -704,7 +704,8 @@ def describe_inversion_evidence(table: pd.DataFrame) -> str:
 
     Args:
         table: the inversion table (columns ``encoder, condition, attack, rank1, rank1_low, rank1_high,
-            rank1_chance, margin, margin_low, margin_high``).
+            rank1_chance, margin, margin_low, margin_high``; with an optional ``judge`` column, each hit names the
+            judge when there are several).
 
     Returns:
         The sentence.
@@ -716,19 +717,22 @@ def describe_inversion_evidence(table: pd.DataFrame) -> str:
         raise InvalidArgumentError(f"table lacks the columns {missing} (an inversion table, table7_inversion)")
     if not len(table):
         raise InsufficientDataError("table: no inversion rows")
+    judged = "judge" in table.columns and table["judge"].nunique() > 1
     with_evidence, without = [], []
     for (enc, cond), rows in table.groupby(["encoder", "condition"], sort=False):
         hits = []
         for r in rows.itertuples():
+            attack = f"{r.attack} (judge {r.judge})" if judged else r.attack
             if r.rank1_low > r.rank1_chance:
-                hits.append(f"{r.attack} rank-1 {r.rank1:.2f} [{r.rank1_low:.3f}, {r.rank1_high:.3f}] against "
+                hits.append(f"{attack} rank-1 {r.rank1:.2f} [{r.rank1_low:.3f}, {r.rank1_high:.3f}] against "
                             f"chance {r.rank1_chance:.3f}")
             if r.margin_low > 0:
-                hits.append(f"{r.attack} margin {r.margin:+.3f} [{r.margin_low:+.3f}, {r.margin_high:+.3f}]")
+                hits.append(f"{attack} margin {r.margin:+.3f} [{r.margin_low:+.3f}, {r.margin_high:+.3f}]")
         name = f"{enc.split(' [')[0]} {cond}"
         (with_evidence if hits else without).append(f"{name} ({'; '.join(hits)})" if hits else name)
-    n_attacks = table.groupby(["encoder", "condition"]).size().max()
-    text = (f"Identity evidence in the reconstructions (95 % intervals, up to {n_attacks} attacks × 2 measures per "
+    n_attacks = table.groupby(["encoder", "condition"])["attack"].nunique().max()
+    per = f"{n_attacks} attacks × {table['judge'].nunique()} judges × 2 measures" if judged else f"{n_attacks} attacks × 2 measures"
+    text = (f"Identity evidence in the reconstructions (95 % intervals, up to {per} per "
             f"encoder and condition, uncorrected for multiple comparisons): ")
     text += ", ".join(with_evidence) if with_evidence else "none"
     text += "; none for " + ", ".join(without) + "." if without else "."
