@@ -317,8 +317,8 @@ def test_encoder_table_auc():
     def pair(e: str) -> str:
         return f"{t[(e, 'lfw-subset-views')]:.3f} / {t[(e, 'portraits-views')]:.3f}"
 
-    for enc in ("dlib-resnet-fr", "faceres", "mobileface", "efficientnet-lite0", "mtcnn-onet", "age-gender",
-                "ssl-small", "pixels"):
+    for enc in ("dlib-resnet-fr", "faceres", "mobileface", "efficientnet-lite0", "movenet-features", "mtcnn-onet",
+                "age-gender", "ssl-small", "pixels"):
         row = next(line for line in README.splitlines() if line.startswith(f"| `{enc}` |"))
         assert row.rstrip().endswith(f"| {pair(enc)} |"), (enc, row[-40:], pair(enc))
     assert f"| {pair('pdq')}, {pair('phash')} |" in README
