@@ -45,7 +45,7 @@ def test_presets_register_every_scale_and_artefact():
         assert cfg.k <= cfg.n_public_grads and all(k <= cfg.n_public_grads for k in cfg.k_grid)
         assert cfg.delta < 1e-4
     names = [a for a, _ in privkit.config.artefacts("dppose")]
-    assert len(names) == len(set(names)) == 12
+    assert len(names) == len(set(names)) == 13
     assert all(n.startswith(("fig", "table")) for n in names)
     default = privkit.config.load("dppose", "default")
     assert default.epsilons == (0.2, 0.4, 0.6, 0.8) and default.seeds >= 3
