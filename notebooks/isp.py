@@ -496,8 +496,18 @@ with timer("rank_sweep"):
 
 # %%
 with timer("rank_sweep"):
-    ranks_all = sorted({int(r) for r in sweep.loc[sweep.method == "ISP-W", "rank"]})
-    pos = {0: 0, **{r: i + 1 for i, r in enumerate(ranks_all)}}  # categorical x: raw, then the ranks
+    # categorical x: raw, the sweep's ranks, then "full" — each encoder's full numerical rank (its largest fitted rank
+    # when that is not one of the sweep's ranks; the legend-free label says which)
+    grid_r = sorted({int(r) for r in cfg.ranks if r < max(cfg.ranks)})
+    ranks_all = grid_r + ["full"]
+    pos_of = {0: 0, **{r: i + 1 for i, r in enumerate(grid_r)}}
+    full_x = len(grid_r) + 1
+
+    def xpos(lab: str, r: int) -> int:
+        """Position of rank r of an encoder: its own grid rank, or the "full" slot for its largest rank."""
+        return pos_of.get(int(r), full_x)
+
+    pos = {**pos_of, "full": full_x}
     leaking = [lab for lab in labels
                if (lambda r: r.tar_low > r.realised_far)(lo[(lo.encoder == lab) & (lo.probe == "ridge") & (lo.k == k_max)
                                                          & (lo["transform"] == "raw")].iloc[0])]
@@ -506,12 +516,12 @@ with timer("rank_sweep"):
     ax = axes[0][0]
     for lab in leaking:
         g = sweep[(sweep.encoder == lab) & sweep.method.isin(["raw", "ISP-W"])].copy()
-        g["x"] = g["rank"].map(pos)
+        g["x"] = [xpos(lab, r) for r in g["rank"]]
         g = g.sort_values("x")
         ax.plot(g.x, 100 * g.tar, "o-", ms=3, color=palette[lab], label=lab)
         ax.fill_between(g.x, 100 * g.tar_low, 100 * g.tar_high, color=palette[lab], alpha=0.15)
     ax.axhline(100 * far_lo, color="k", ls=":", lw=0.8, label=f"chance (FAR {far_lo:g})")
-    ax.set_xticks(list(pos.values()), ["raw"] + [str(r) for r in ranks_all])
+    ax.set_xticks(list(pos.values()), ["raw"] + [str(r) for r in ranks_all])  # noqa: E501 - raw, grid, "full"
     ax.set(yscale="symlog", ylim=(0, 100), xlabel="ISP-W rank r", ylabel=f"ridge TAR (%) at FAR {far_lo:g}, k = {k_max}",
            title="(a) leakage against the rank (encoders that leak; 95% CI bands)")
     if ax.get_legend_handles_labels()[0]:
@@ -543,17 +553,24 @@ with timer("rank_sweep"):
             g = util_sum[(util_sum.encoder == lab) & util_sum.method.isin(["ISP-W"])].sort_values("rank")
             if family not in g.columns or not g[family].notna().any():
                 continue
-            ax.plot(g["rank"].map(pos), g[family], "o-", ms=3, color=palette[lab], label=lab)
+            ax.plot([xpos(lab, r) for r in g["rank"]], g[family], "o-", ms=3, color=palette[lab], label=lab)
         ax.axhline(100, color="k", lw=0.6)
         ax.axhline(90, color="grey", lw=0.6, ls=":")
         ax.set(xlabel="ISP-W rank r", ylabel="% of raw", title=title)
     axes[1][0].set_xticks(list(pos.values())[1:] + [len(pos)], [str(r) for r in ranks_all] + ["paper\n(r not given)"])
-    for e, v in X.PAPER_UTILITY.items():  # the paper's ImageNet kNN retention after ISP, at its (unstated) rank
-        axes[1][0].plot(len(pos), v["knn_isp"], "D", color="k", ms=4)
-        axes[1][0].annotate(e, (len(pos), v["knn_isp"]), xytext=(4, 0), textcoords="offset points", fontsize=7,
+    placed = []
+    for e, v in sorted(X.PAPER_UTILITY.items(), key=lambda kv: -kv[1]["knn_isp"]):
+        # the paper's ImageNet kNN retention after ISP, at its (unstated) rank; labels nudged apart when close
+        y = v["knn_isp"]
+        ty = min([y] + [p_ - 3.5 for p_ in placed if abs(p_ - y) < 3.5])
+        placed.append(ty)
+        axes[1][0].plot(len(pos), y, "D", color="k", ms=4)
+        axes[1][0].annotate(f"{e} {y:g}", (len(pos), y), xytext=(len(pos) + 0.15, ty), textcoords="data", fontsize=7,
                             va="center")
-    axes[1][0].set_xlim(0.5, len(pos) + 0.8)
+    axes[1][0].set_xlim(0.5, len(pos) + 1.3)
     axes[1][1].set_xticks(list(pos.values())[1:], [str(r) for r in ranks_all])
+    for ax in (axes[0][0], axes[1][0], axes[1][1]):
+        ax.set_xlabel("ISP-W rank r (full: every direction the encoder's fit has, ≤ m − 1)")
     if axes[1][0].get_legend_handles_labels()[0]:
         axes[1][0].legend(fontsize=7, ncol=2, loc="lower left")
     fig.suptitle(f"ISP rank sweep on {faces.name} (paper §1.6): leakage and utility; ISP-W fitted on "
