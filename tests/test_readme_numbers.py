@@ -55,18 +55,26 @@ def test_isp_setup_numbers():
               f"person), split into {' / '.join(str(n) for n in DEFAULT.split_counts)}")
 
 
-def test_isp_claims_and_prose():
+def _claims_in_readme(name: str) -> pd.DataFrame:
+    """Every row of a notebook's claims table is in the README, with the verdict its own numbers give."""
     from privkit.claims import VERDICTS, claim_readme_row, judge_claim
 
-    c = csv("isp/table8_claims")
+    c = csv(name)
     assert len(c) > 0 and set(c.verdict) <= set(VERDICTS)
+    in_readme("| claim | paper | our measure | ours [95 % interval] | verdict |")
     for _, r in c.iterrows():
+        # the committed verdict is the one the committed numbers give
         tol = None if pd.isna(r.tol) else r.tol
         assert judge_claim(r.ours, r.low, r.high, threshold=r.threshold, kind=r.kind, tol=tol) == r.verdict, r.claim
         in_readme(claim_readme_row(r))
     n = c.verdict.value_counts()
     in_readme(f"{n.get('holds', 0)} hold, {n.get('does not hold', 0)} do not, {n.get('not resolvable', 0)} are not "
               "resolvable.")
+    return c
+
+
+def test_isp_claims_and_prose():
+    c = _claims_in_readme("isp/table8_claims")
     v = c.set_index("claim").verdict
     # the prose summary of the ISP section, checked against the verdicts it summarises
     general = [x for x in v.index if x.startswith("a general-purpose encoder leaks identity above chance")]
@@ -223,19 +231,7 @@ def test_scoreshield_operating_points():
 
 
 def test_scoreshield_claims_and_verdicts():
-    from privkit.claims import VERDICTS, claim_readme_row, judge_claim
-
-    c = csv("scoreshield/tableV1_claims")
-    assert len(c) > 0 and set(c.verdict) <= set(VERDICTS)
-    in_readme("| claim | paper | our measure | ours [95 % interval] | verdict |")
-    for _, r in c.iterrows():
-        # the committed verdict is the one the committed numbers give
-        tol = None if pd.isna(r.tol) else r.tol
-        assert judge_claim(r.ours, r.low, r.high, threshold=r.threshold, kind=r.kind, tol=tol) == r.verdict, r.claim
-        in_readme(claim_readme_row(r))
-    n = c.verdict.value_counts()
-    in_readme(f"{n.get('holds', 0)} hold, {n.get('does not hold', 0)} do not, {n.get('not resolvable', 0)} are not "
-              "resolvable.")
+    _claims_in_readme("scoreshield/tableV1_claims")
 
 
 # ------------------------------------------------------------------------------------------------- DP pose
