@@ -81,11 +81,11 @@ from privkit.data.pose import load_synthpose
 from privkit.data.types import MPII_JOINTS
 from privkit.data.types import PoseSet
 from privkit.dppose import GaussianBlur, build_pose_model, count_parameters, evaluate_pckh, train
-from privkit.dppose import experiments as X
+from privkit.studies.dppose import experiments as X
 from privkit.dppose.features import cache_features
 from privkit.dppose.metrics import EXCLUDED_FROM_MEAN, pckh
 from privkit.encoders import load_pose_model
-from privkit.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
+from privkit.studies.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
 
 cfg = privkit.config.load("dppose", scale)
 dev = privkit.resolve_device(device)

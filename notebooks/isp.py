@@ -70,8 +70,8 @@ from privkit.data import load_faces, paper_loaders
 from privkit.data.splits import identity_splits
 from privkit.encoders import list_encoders, load_encoder
 from privkit.errors import PrivkitError
-from privkit.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
-from privkit.isp import experiments as X
+from privkit.studies.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
+from privkit.studies.isp import experiments as X
 from privkit.isp import VerificationPairs, simple_augment, smallest_resolvable_far
 from privkit.isp.utility import imagenet_photo_views, imagenet_top1_retention
 from privkit.isp.inversion import describe_inversion_evidence
@@ -785,7 +785,7 @@ with timer("inversion"):
 # ## Verdicts on the paper's claims
 # Each claim of the paper that this notebook measures is compared with a threshold (0 for "lowers", the realised FAR
 # for "above chance", the paper's own bound where it states one), and the verdict reads only our 95% interval
-# (`privkit.claims.judge_claim`): **holds** when the whole interval is on the claimed side, **does not hold** when it
+# (`privkit.studies.claims.judge_claim`): **holds** when the whole interval is on the claimed side, **does not hold** when it
 # is wholly on the other side, **not resolvable** when it straddles the threshold. Intervals: paired identity
 # bootstrap for TAR drops, identity bootstrap for TARs, binomial for attribute accuracies, photo bootstrap for ImageNet
 # agreement, Wilson for inversion success, ±1.96 SEM for CPI. A difference between two encoders' TARs gets the
@@ -793,7 +793,7 @@ with timer("inversion"):
 # interval (the row says so).
 
 # %%
-from privkit import claims as C
+from privkit.studies import claims as C
 
 claims = []
 general = [lab for lab in labels if lab not in biometric and encoders[lab.split(" ")[0]].kind == "general"]

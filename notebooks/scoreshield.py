@@ -62,7 +62,7 @@ import seaborn as sns
 import torch
 
 import privkit
-from privkit.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
+from privkit.studies.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
 from privkit.privacy import gaussian_sigma
 from privkit.scoreshield import (
     bootstrap_ci,
@@ -75,8 +75,8 @@ from privkit.scoreshield import (
     roc_shift_bound,
     synthetic_score_families,
 )
-from privkit import claims as C
-from privkit.scoreshield import experiments as X
+from privkit.studies import claims as C
+from privkit.studies.scoreshield import experiments as X
 
 cfg = privkit.config.load("scoreshield", scale)
 dev = privkit.resolve_device(device)

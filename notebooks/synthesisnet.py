@@ -74,7 +74,7 @@ from privkit.data.cache import cached_embeddings
 from privkit.encoders import load_encoder
 from privkit.encoders.efficientnet_lite import load_efficientnet_lite0
 from privkit.encoders.human_faces import load_faceres_attributes
-from privkit.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
+from privkit.studies.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
 from privkit.synthesisnet import (
     BASELINES,
     SynthesisNet,
@@ -88,7 +88,7 @@ from privkit.synthesisnet import (
     inception_score,
     load_inception,
 )
-from privkit.synthesisnet import experiments as X
+from privkit.studies.synthesisnet import experiments as X
 
 WHOLE = "published noise only (whole latent)"  # the baseline: metric-DP noise on z_id and z_att together
 
@@ -178,7 +178,7 @@ with timer("training"):
 # identities and sat at chance within a few epochs in privkit's runs, yet a nearest-neighbour attacker still found
 # identity of unseen faces in a 64-d z_att (rank-1 0.12, chance 0.03). Its size `att_dim` is the bottleneck that
 # decides this: the default scale uses 8 (its attributes are a few discrete labels), where z_att is at chance
-# level on `lfw-subset-views` [I] (the measurements behind the choice are in `privkit/synthesisnet/presets.py`).
+# level on `lfw-subset-views` [I] (the measurements behind the choice are in `privkit/studies/synthesisnet/presets.py`).
 # On `portraits-views` the table below measures it again; what an attacker holding the model reads through z_att
 # in the releases is measured at the smallest ε in the closing checks. **z_att is not bounded** (no noise, no
 # guarantee): this is reported as a limitation with the measurement, and the published-noise-only baseline shows

@@ -1,22 +1,26 @@
 """Papers, their artefacts, and per-paper scale presets (smoke | default | paper).
 
 Each paper's notebook calls ``cfg = privkit.config.load("<paper>", scale)`` and gets a frozen dataclass
-of everything its scale decides (sample sizes, steps, grids).  A paper's presets live in its own
-subpackage, ``privkit/<paper>/presets.py``, which calls :func:`register_presets` (with the list of
-figures and tables its notebook writes) when imported; :func:`load` imports it on first use.  A paper
-whose presets do not exist yet raises a clear error.
+of everything its scale decides (sample sizes, steps, grids).  A paper's presets live in its study,
+``privkit/studies/<paper>/presets.py``, as ``PRESETS`` (one frozen dataclass per scale) and ``ARTEFACTS`` (the
+figures and tables its notebook writes); this module imports the four of them explicitly, so the registry is
+plain data and no study imports the runner.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from ._validate import check_choice
 from .errors import PrivkitError, UnknownNameError
+from .studies.dppose import presets as _dppose
+from .studies.isp import presets as _isp
+from .studies.scoreshield import presets as _scoreshield
+from .studies.synthesisnet import presets as _synthesisnet
 
 SCALES: tuple[str, ...] = ("smoke", "default", "paper")
 
@@ -80,28 +84,8 @@ PAPERS: dict[str, PaperInfo] = {
     ),
 }
 
-_PRESETS: dict[str, dict[str, Any]] = {}
-_ARTEFACTS: dict[str, tuple[tuple[str, str], ...]] = {}
-
-
-def _ensure_registered(paper: str) -> bool:
-    if paper not in _PRESETS:
-        try:
-            importlib.import_module(f"privkit.{paper}.presets")
-        except ModuleNotFoundError as err:
-            if err.name not in (f"privkit.{paper}", f"privkit.{paper}.presets"):
-                raise
-    return paper in _PRESETS
-
-
-def register_presets(
-    paper: str, presets: dict[str, Any], *, artefacts: tuple[tuple[str, str], ...] = ()
-) -> None:
-    """Register a paper's presets: ``{"smoke": Cfg(...), "default": Cfg(...), "paper": Cfg(...)}``.
-
-    ``artefacts`` lists ``(file stem, description)`` of every figure (``figN_slug``) and table
-    (``tableN_slug``) the notebook writes; ``make test`` checks the smoke run wrote each of them.
-    """
+def check_presets(paper: str, presets: Mapping[str, Any]) -> dict[str, Any]:
+    """Check that ``presets`` maps every scale to a frozen dataclass instance; returns a copy."""
     check_choice("paper", paper, PAPERS)
     missing = set(SCALES) - set(presets)
     if missing:
@@ -110,14 +94,19 @@ def register_presets(
         check_choice("scale", scale, SCALES)
         if not dataclasses.is_dataclass(cfg) or not type(cfg).__dataclass_params__.frozen:  # type: ignore[attr-defined]
             raise PrivkitError(f"preset {paper}/{scale} must be a frozen dataclass instance")
-    _PRESETS[paper] = dict(presets)
-    _ARTEFACTS[paper] = tuple(artefacts)
+    return dict(presets)
+
+
+# The registry: each study's presets module, imported by name here (a study never imports the runner).
+_STUDIES = {"isp": _isp, "dppose": _dppose, "scoreshield": _scoreshield, "synthesisnet": _synthesisnet}
+_PRESETS: dict[str, dict[str, Any]] = {p: check_presets(p, m.PRESETS) for p, m in _STUDIES.items()}
+_ARTEFACTS: dict[str, tuple[tuple[str, str], ...]] = {p: tuple(m.ARTEFACTS) for p, m in _STUDIES.items()}
 
 
 def artefacts(paper: str) -> tuple[tuple[str, str], ...]:
-    """``(file stem, description)`` of the figures and tables ``paper``'s notebook regenerates."""
+    """``(file stem, description)`` of every figure (``figN_slug``) and table (``tableN_slug``) ``paper``'s notebook
+    writes; ``make test`` checks the smoke run wrote each of them."""
     check_choice("paper", paper, PAPERS)
-    _ensure_registered(paper)
     return _ARTEFACTS.get(paper, ())
 
 
@@ -125,7 +114,7 @@ def load(paper: str, scale: str = "default", **overrides: Any) -> Any:
     """The frozen configuration of ``paper`` at ``scale``; keyword overrides replace single fields."""
     check_choice("paper", paper, PAPERS)
     check_choice("scale", scale, SCALES)
-    if not _ensure_registered(paper):
+    if paper not in _PRESETS:
         raise PrivkitError(f"paper {paper!r} has no scale presets yet (its notebook has not been implemented)")
     cfg = _PRESETS[paper][scale]
     if overrides:

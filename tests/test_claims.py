@@ -1,4 +1,4 @@
-"""privkit.claims: the verdicts of every notebook's claims table and the intervals behind them."""
+"""privkit.studies.claims: the verdicts of every notebook's claims table and the intervals behind them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from privkit import claims as C
+from privkit.studies import claims as C
 from privkit.errors import InvalidArgumentError, PrivkitError, UnknownNameError
 
 NAN = float("nan")

@@ -1,4 +1,4 @@
-"""The DP pose notebook's presets and experiment helpers (privkit.dppose.presets, privkit.dppose.experiments)."""
+"""The DP pose notebook's presets and experiment helpers (privkit.studies.dppose.presets, privkit.studies.dppose.experiments)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import torch
 import privkit
 from privkit.data.types import PoseSet
 from privkit.dppose import PCKhResult, build_pose_model
-from privkit.dppose import experiments as X
+from privkit.studies.dppose import experiments as X
 from privkit.errors import InsufficientDataError, InvalidArgumentError, UnknownNameError
 from privkit.privacy.guarantee import PrivacyGuarantee
 

@@ -28,7 +28,7 @@ from privkit.errors import (
     ShapeError,
     UnknownNameError,
 )
-from privkit.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
+from privkit.studies.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
 
 
 # -- errors -----------------------------------------------------------------------------------------------
@@ -124,17 +124,20 @@ def test_config_errors():
         config.load("scoreshield", "huge")
 
 
-def test_register_and_load_presets(monkeypatch):
+def test_check_and_load_presets(monkeypatch):
     @dataclasses.dataclass(frozen=True)
     class Cfg:
         n: int
 
-    monkeypatch.setattr(config, "_PRESETS", {})
-    monkeypatch.setattr(config, "_ARTEFACTS", {})
     with pytest.raises(PrivkitError, match="missing"):
-        config.register_presets("isp", {"smoke": Cfg(1)})
-    config.register_presets("isp", {"smoke": Cfg(1), "default": Cfg(2), "paper": Cfg(3)},
-                            artefacts=(("fig1_x", "a figure"),))
+        config.check_presets("isp", {"smoke": Cfg(1)})
+    with pytest.raises(PrivkitError, match="frozen dataclass"):
+        config.check_presets("isp", {"smoke": {"n": 1}, "default": Cfg(2), "paper": Cfg(3)})
+    with pytest.raises(UnknownNameError, match="paper"):
+        config.check_presets("nope", {"smoke": Cfg(1), "default": Cfg(2), "paper": Cfg(3)})
+    monkeypatch.setitem(config._PRESETS, "isp", config.check_presets("isp", {"smoke": Cfg(1), "default": Cfg(2),
+                                                                            "paper": Cfg(3)}))
+    monkeypatch.setitem(config._ARTEFACTS, "isp", (("fig1_x", "a figure"),))
     assert config.artefacts("isp") == (("fig1_x", "a figure"),)
     assert config.load("isp", "default") == Cfg(2)
     assert config.load("isp", "smoke", n=7) == Cfg(7)
@@ -145,10 +148,42 @@ def test_register_and_load_presets(monkeypatch):
 
 
 def test_registered_presets_are_complete_frozen_dataclasses():
+    assert set(config._PRESETS) == set(config.PAPERS)
     for paper, presets in config._PRESETS.items():
         assert set(presets) == set(config.SCALES), paper
         for cfg in presets.values():
             assert type(cfg).__dataclass_params__.frozen
+        assert config.artefacts(paper), paper
+
+
+def test_no_mechanism_imports_a_study_or_the_runner():
+    """The house: mechanisms, data, encoders and the privacy core never import a study or the runner (module-level
+    or inside a function); studies never import the runner."""
+    import ast
+    import pathlib
+
+    root = pathlib.Path(privkit.__file__).parent
+    runner = ("privkit.config", "privkit.reproduce", "privkit.__main__")
+    for path in root.rglob("*.py"):
+        rel = path.relative_to(root.parent).with_suffix("")
+        mod = ".".join(rel.parts)
+        if mod in runner or mod in ("privkit.__init__",):
+            continue
+        in_study = mod.startswith("privkit.studies")
+        pkg = mod.split(".")[:-1]  # the package a relative import starts from (``__init__`` counts as a module)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = pkg[: len(pkg) - node.level + 1] if node.level else []
+                target = ".".join(base + ([node.module] if node.module else [])) if node.level else (node.module or "")
+                names = [f"{target}.{a.name}" for a in node.names] + [target]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            for name in names:
+                assert not any(name == r or name.startswith(r + ".") for r in runner), (mod, name)
+                if not in_study:
+                    assert not name.startswith("privkit.studies"), (mod, name)
 
 
 # -- figures --------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Tests of privkit.isp.experiments: the building blocks of the ISP notebook."""
+"""Tests of privkit.studies.isp.experiments: the building blocks of the ISP notebook."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import torch
 from privkit.data.types import FaceSet
 from privkit.encoders.base import Encoder
 from privkit.errors import InsufficientDataError, InvalidArgumentError, ShapeError, UnknownNameError
-from privkit.isp import experiments as X
+from privkit.studies.isp import experiments as X
 from privkit.isp.inversion import describe_inversion_evidence
 from privkit.isp.projection import IdentityProjector, IdentitySanitizer, INLPFitter, LeaceFitter
 from privkit.isp.verification import VerificationPairs, scan_pairs, thresholds_at_far

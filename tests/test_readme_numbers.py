@@ -44,7 +44,7 @@ def test_isp_setup_numbers():
     run = json.loads((FIGURES / "isp" / "run.json").read_text())
     assert run["extra"]["lowest_resolvable_far"] == 1e-4
     from privkit.isp import VerificationPairs
-    from privkit.isp.presets import DEFAULT
+    from privkit.studies.isp.presets import DEFAULT
 
     import torch
 
@@ -57,7 +57,7 @@ def test_isp_setup_numbers():
 
 def _claims_in_readme(name: str) -> pd.DataFrame:
     """Every row of a notebook's claims table is in the README, with the verdict its own numbers give."""
-    from privkit.claims import VERDICTS, claim_readme_row, judge_claim
+    from privkit.studies.claims import VERDICTS, claim_readme_row, judge_claim
 
     c = csv(name)
     assert len(c) > 0 and set(c.verdict) <= set(VERDICTS)
@@ -256,7 +256,7 @@ def test_dppose_gap_and_nonprivate():
 def test_dppose_setup_numbers():
     import privkit
     from privkit.dppose import build_pose_model, count_parameters
-    from privkit.dppose.experiments import pooled_seed_sd
+    from privkit.studies.dppose.experiments import pooled_seed_sd
 
     cfg = privkit.config.load("dppose", "default")
     net = build_pose_model(cfg.image_size, backbone=cfg.backbone, neck_width=cfg.width)

@@ -1,4 +1,4 @@
-"""The ScoreShield notebook's experiment functions (privkit.scoreshield.experiments)."""
+"""The ScoreShield notebook's experiment functions (privkit.studies.scoreshield.experiments)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from privkit.errors import InsufficientDataError, InvalidArgumentError, NotUnitNormError
-from privkit.scoreshield import experiments as X
+from privkit.studies.scoreshield import experiments as X
 from privkit.scoreshield import auc, synthetic_score_families
 
 

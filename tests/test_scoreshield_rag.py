@@ -11,7 +11,7 @@ import torch
 from privkit.data.rag_corpus import CHUNKS, QUERIES, rag_benchmark
 from privkit.errors import InvalidArgumentError, NotUnitNormError, ShapeError
 from privkit.privacy import make_generator
-from privkit.scoreshield import experiments as X
+from privkit.studies.scoreshield import experiments as X
 from privkit.scoreshield.rag import (
     PAPER_RETRIEVAL_SETTINGS,
     RETRIEVAL_NOT_COVERED,

@@ -1,4 +1,4 @@
-"""Tests of the SynthesisNet notebook helpers (privkit.synthesisnet.experiments and presets)."""
+"""Tests of the SynthesisNet notebook helpers (privkit.studies.synthesisnet.experiments and presets)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import privkit
 from privkit.data.types import FaceSet
 from privkit.errors import InsufficientDataError, InvalidArgumentError, PrivkitError, ShapeError
 from privkit.synthesisnet import SynthesisNet
-from privkit.synthesisnet import experiments as X
+from privkit.studies.synthesisnet import experiments as X
 
 SIZE = 16
 

@@ -20,7 +20,7 @@ training schedule) is privkit's, marked as such in the docstrings; no paper numb
 - :mod:`~privkit.synthesisnet.metrics`: :func:`fid`, :func:`inception_score`, :func:`identity_distance`,
   :func:`reidentification_rate`, :func:`attribute_preservation`, :func:`features_for_fid`, :func:`load_inception`,
   :func:`frechet_distance_from_samples`.
-- :mod:`~privkit.synthesisnet.experiments`: the notebook's protocol (splits, judges: ``faceres`` with its gender/age
+- :mod:`~privkit.studies.synthesisnet.experiments`: the notebook's protocol (splits, judges: ``faceres`` with its gender/age
   heads, dlib, the model's own encoder; FID/IS in ``efficientnet-lite0`` space; closing checks).
 """
 

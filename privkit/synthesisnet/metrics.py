@@ -12,7 +12,7 @@ the extractor is the caller's choice and must be stated next to the numbers. Inc
 cannot be downloaded here: :func:`load_inception` loads them when the reader supplies them (paper scale) and raises
 :class:`~privkit.errors.MissingResourceError` otherwise. At the default scale the notebook uses
 ``efficientnet-lite0`` (ImageNet): its un-normalised 1280-D pooled features for FID and its 1000-class softmax for
-the IS analogue (see :func:`privkit.synthesisnet.experiments.efficientnet_outputs`); such "FID"/"IS" values are
+the IS analogue (see :func:`privkit.studies.synthesisnet.experiments.efficientnet_outputs`); such "FID"/"IS" values are
 comparable between methods measured with the same extractor, never with published Inception numbers.
 
 All statistics are computed in float64. Confidence intervals are percentile bootstraps with an explicit seed.

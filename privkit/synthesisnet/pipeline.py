@@ -15,7 +15,7 @@ whose full text could not be obtained, is silent — see ``docs/synthesisnet.md`
    a few epochs) it stops pushing, while a nearest-neighbour attacker on unseen faces can still find identity in a
    large ``z_att``. What bounds that leak in practice is the size of ``z_att`` (``att_dim``, 8 at the default
    scale, where the attributes are a few discrete labels); measure it with
-   :func:`privkit.synthesisnet.experiments.latent_identity_leakage` on faces outside the training set.
+   :func:`privkit.studies.synthesisnet.experiments.latent_identity_leakage` on faces outside the training set.
 2. **Metric-DP noise** (:mod:`privkit.synthesisnet.privatize`) on ``z_id`` at publishing time only (*privkit*: the
    paper's summary does not say whether noise is also used in training). ``z_id`` lies on the sphere of radius
    ``clip_norm`` (so clipping is a no-op for encoder outputs); after the noise it is projected back onto that
@@ -119,7 +119,7 @@ class SynthesisNetConfig:
         att_dim: attribute latent size (privkit: 32). [I] ``z_att`` is published without noise and is not covered
             by the guarantee, so keep it just large enough for the attributes: at the default scale (a few discrete
             labels) privkit uses 8, because larger attribute latents carried identity of unseen faces past the
-            adversary (see ``att_dim`` in :mod:`privkit.synthesisnet.presets`).
+            adversary (see ``att_dim`` in :mod:`privkit.studies.synthesisnet.presets`).
         clip_norm: radius of the identity latents = clip norm of the metric-DP mechanism; ``None`` means
             ``10 * id_dim`` (puts the kept/hidden transition at ε ≈ 0.1, see :mod:`~privkit.synthesisnet.privatize`).
         att_radius: radius of the attribute latents; ``None`` means ``10 * att_dim``.

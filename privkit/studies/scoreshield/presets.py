@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import register_presets
 
 
 @dataclass(frozen=True)
@@ -149,4 +148,4 @@ ARTEFACTS = (
     ("tableV1_claims", "every claim of the paper the notebook bears on: the paper's number, ours with a 95% interval, and a verdict from the data"),
 )
 
-register_presets("scoreshield", {"smoke": SMOKE, "default": DEFAULT, "paper": PAPER}, artefacts=ARTEFACTS)
+PRESETS = {"smoke": SMOKE, "default": DEFAULT, "paper": PAPER}

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import register_presets
 
 
 @dataclass(frozen=True)
@@ -158,4 +157,4 @@ ARTEFACTS = (
                       "(privkit)"),
 )
 
-register_presets("synthesisnet", {"smoke": SMOKE, "default": DEFAULT, "paper": PAPER}, artefacts=ARTEFACTS)
+PRESETS = {"smoke": SMOKE, "default": DEFAULT, "paper": PAPER}

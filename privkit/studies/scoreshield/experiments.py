@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .._validate import (
+from privkit._validate import (
     check_delta,
     check_epsilon,
     check_int,
@@ -25,12 +25,12 @@ from .._validate import (
     check_tensor,
     check_unit_norm,
 )
-from ..errors import InsufficientDataError, InvalidArgumentError
-from ..privacy import analytic_gaussian_delta, gaussian_sigma, sample_gaussian, scoreshield_constant
-from .projection import clip_to_correlation, nearest_correlation
-from .rag import gold_mask, random_retrieval_recall, retrieval_recall, retrieve, retrieved_count
-from .recalibration import acceptance_rate, auc, eer, fmr_floor, recalibrate_threshold
-from .release import record_sensitivity, release_gram, release_scores
+from privkit.errors import InsufficientDataError, InvalidArgumentError
+from privkit.privacy import analytic_gaussian_delta, gaussian_sigma, sample_gaussian, scoreshield_constant
+from privkit.scoreshield.projection import clip_to_correlation, nearest_correlation
+from privkit.scoreshield.rag import gold_mask, random_retrieval_recall, retrieval_recall, retrieve, retrieved_count
+from privkit.scoreshield.recalibration import acceptance_rate, auc, eer, fmr_floor, recalibrate_threshold
+from privkit.scoreshield.release import record_sensitivity, release_gram, release_scores
 
 __all__ = [
     "PAPER_TABLE1_LFW",
@@ -1021,7 +1021,7 @@ def audit_score_release(
     correct. ``enforce_domain=False`` adds back what the clamp removed, i.e. the release as it was
     before the clamp existed: with Δ < 2 that is a deliberately broken variant (the negative control).
     """
-    from ..privacy import audit
+    from privkit.privacy import audit
 
     u, E0, E1 = _worst_case_pair(3)
     lower = max(-1.0, 1.0 - sensitivity)
@@ -1049,7 +1049,7 @@ def audit_gram_release(
     radius claims Gram adjacency only, and the audit shows it is not record-level privacy. The test
     statistic is the sum of the changed row's noisy off-diagonal entries, a fixed post-processing.
     """
-    from ..privacy import audit
+    from privkit.privacy import audit
 
     _, E0, E1 = _worst_case_pair(n)
     kw = {"adjacency": "record"} if delta_g is None else {"adjacency": "gram", "delta_g": delta_g}

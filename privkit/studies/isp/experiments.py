@@ -27,17 +27,17 @@ from typing import Any, Literal
 import pandas as pd
 import torch
 
-from .._validate import check_choice, check_int, check_probability, check_tensor, check_unit_norm
-from ..data.cache import DEFAULT_CACHE_DIR, cached_embeddings
-from ..data.types import FaceSet
-from ..errors import InsufficientDataError, InvalidArgumentError, ShapeError, UnknownNameError
-from .attribution import (
+from privkit._validate import check_choice, check_int, check_probability, check_tensor, check_unit_norm
+from privkit.data.cache import DEFAULT_CACHE_DIR, cached_embeddings
+from privkit.data.types import FaceSet
+from privkit.errors import InsufficientDataError, InvalidArgumentError, ShapeError, UnknownNameError
+from privkit.isp.attribution import (
     background_dominance,
     context_preference_curve,
     face_importance_index,
     summarise_by_fcr,
 )
-from .inversion import (
+from privkit.isp.inversion import (
     face_crops,
     optimisation_attack,
     paste_crops,
@@ -46,9 +46,9 @@ from .inversion import (
     train_ridge_inverter,
     wilson_interval,
 )
-from .projection import IdentityProjector, IdentitySanitizer, INLPFitter, LeaceEraser, LeaceFitter, principal_angles
-from .utility import copy_detection_metrics, knn_accuracy, linear_probe_accuracy
-from .verification import (
+from privkit.isp.projection import IdentityProjector, IdentitySanitizer, INLPFitter, LeaceEraser, LeaceFitter, principal_angles
+from privkit.isp.utility import copy_detection_metrics, knn_accuracy, linear_probe_accuracy
+from privkit.isp.verification import (
     DEFAULT_MIN_FALSE_ACCEPTS,
     VerificationPairs,
     evaluate_verification,

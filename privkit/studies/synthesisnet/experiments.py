@@ -42,11 +42,11 @@ import pandas as pd
 import torch
 from scipy import stats
 
-from .._validate import check_choice, check_int, check_probability, check_tensor
-from ..data.types import FaceSet
-from ..errors import InsufficientDataError, InvalidArgumentError, ShapeError
-from .metrics import identity_distance_from_embeddings, reidentification_from_embeddings
-from .pipeline import NOISE_MODES, SynthesisNet
+from privkit._validate import check_choice, check_int, check_probability, check_tensor
+from privkit.data.types import FaceSet
+from privkit.errors import InsufficientDataError, InvalidArgumentError, ShapeError
+from privkit.synthesisnet.metrics import identity_distance_from_embeddings, reidentification_from_embeddings
+from privkit.synthesisnet.pipeline import NOISE_MODES, SynthesisNet
 
 __all__ = [
     "split_identities",
@@ -296,7 +296,7 @@ def latent_pair_distances(z_id: torch.Tensor, identities: torch.Tensor, *, clip_
     latent of another identity) and one row per unordered cross-identity pair for ``pair == "any other
     identity"``. Metric DP bounds the likelihood ratio of two faces' releases by ``exp(ε·d)``.
     """
-    from .privatize import clip_rows
+    from privkit.synthesisnet.privatize import clip_rows
 
     check_tensor("z_id", z_id, ndim=2, floating=True)
     check_tensor("identities", identities, shape=(z_id.shape[0],))
@@ -336,7 +336,7 @@ def epsilon_meaning_curves(
     Returns:
         A frame with columns ``pair``, ``epsilon``, ``fraction``, ``distance``, ``eps_d`` (= ε·distance).
     """
-    from .._validate import check_epsilon
+    from privkit._validate import check_epsilon
 
     eps = [check_epsilon(e) for e in epsilons]
     if not eps:
@@ -440,7 +440,7 @@ def faceres_outputs(
         boxes: optional ``(N, 4)`` xyxy face boxes (pixels).
         batch_size: images per forward pass.
     """
-    from ..encoders.human_faces import FACERES_AGE, FACERES_GENDER, FACERES_OUTPUT, FaceresAttributes
+    from privkit.encoders.human_faces import FACERES_AGE, FACERES_GENDER, FACERES_OUTPUT, FaceresAttributes
 
     if not isinstance(attributes_module, FaceresAttributes):
         raise InvalidArgumentError(f"attributes_module must be a FaceresAttributes (load_faceres_attributes()), "
@@ -537,7 +537,7 @@ def efficientnet_outputs(
         size: input side, in ``[32, 512]``.
         batch_size: images per forward pass.
     """
-    from ..encoders.efficientnet_lite import EfficientNetLite0Encoder
+    from privkit.encoders.efficientnet_lite import EfficientNetLite0Encoder
 
     if not isinstance(encoder, EfficientNetLite0Encoder):
         raise InvalidArgumentError(f"encoder must be an EfficientNetLite0Encoder (load_efficientnet_lite0()), "

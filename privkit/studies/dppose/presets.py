@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import register_presets
 
 
 @dataclass(frozen=True)
@@ -12,7 +11,7 @@ class DPPoseConfig:
     """Everything the scale decides in the DP pose notebook.
 
     The experiment design (which runs are trained) is derived from these fields by
-    :func:`privkit.dppose.experiments.design_runs`.
+    :func:`privkit.studies.dppose.experiments.design_runs`.
 
     Attributes:
         dataset: private data: ``"synthpose"`` (procedural, embedded) or ``"mpii"`` (from ``data_root``).
@@ -141,4 +140,4 @@ ARTEFACTS = (
                                  "head, and MoveNet's own zero-shot PCKh"),
 )
 
-register_presets("dppose", {"smoke": SMOKE, "default": DEFAULT, "paper": PAPER}, artefacts=ARTEFACTS)
+PRESETS = {"smoke": SMOKE, "default": DEFAULT, "paper": PAPER}

@@ -22,8 +22,8 @@ from typing import Any
 
 import pandas as pd
 
-from ._validate import check_int
-from .errors import InvalidArgumentError
+from privkit._validate import check_int
+from privkit.errors import InvalidArgumentError
 
 __all__ = [
     "set_theme",

@@ -27,13 +27,13 @@ import pandas as pd
 import torch
 from torch import nn
 
-from .._validate import check_choice, check_int, check_real
-from ..data.types import MPII_JOINTS, PoseSet
-from ..errors import InsufficientDataError, InvalidArgumentError
-from ..privacy.guarantee import PrivacyGuarantee
-from .features import CachedFeatures
-from .metrics import PCKhResult
-from .train import METHODS, evaluate_pckh, train
+from privkit._validate import check_choice, check_int, check_real
+from privkit.data.types import MPII_JOINTS, PoseSet
+from privkit.errors import InsufficientDataError, InvalidArgumentError
+from privkit.privacy.guarantee import PrivacyGuarantee
+from privkit.dppose.features import CachedFeatures
+from privkit.dppose.metrics import PCKhResult
+from privkit.dppose.train import METHODS, evaluate_pckh, train
 
 __all__ = [
     "PAPER_MPII_PCKH",
@@ -158,7 +158,7 @@ def design_runs(cfg: Any, *, seed: int = 0) -> list[RunSpec]:
     * ``k``: feature-projective at ``eps_max``, C1, with every rank of ``cfg.k_grid`` and ``cfg.k``.
 
     Args:
-        cfg: a :class:`~privkit.dppose.presets.DPPoseConfig` (or any object with its fields).
+        cfg: a :class:`~privkit.studies.dppose.presets.DPPoseConfig` (or any object with its fields).
         seed: base seed; run seeds are ``seed, seed + 1, ...``.
 
     Returns:
@@ -420,9 +420,9 @@ def projection_diagnostics(
         One row per (model, k): ``model, k, p, energy_fraction, random_fraction (k / p), snr_unprojected,
         snr_projected, snr_gain``.
     """
-    from .grads import clipped_grad_sum, trainable_parameters
-    from .subspace import public_subspace_from_model
-    from .train import _FromFeatures, pose_batch, pose_loss
+    from privkit.dppose.grads import clipped_grad_sum, trainable_parameters
+    from privkit.dppose.subspace import public_subspace_from_model
+    from privkit.dppose.train import _FromFeatures, pose_batch, pose_loss
 
     ks = sorted({check_int("ks", int(k), minimum=1) for k in ks})
     if not ks:

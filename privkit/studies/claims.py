@@ -16,8 +16,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ._validate import check_choice, check_int, check_positive, check_probability, check_real
-from .errors import InvalidArgumentError
+from privkit._validate import check_choice, check_int, check_positive, check_probability, check_real
+from privkit.errors import InvalidArgumentError
 
 __all__ = [
     "VERDICTS",
