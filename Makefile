@@ -17,7 +17,7 @@ export TRANSFORMERS_OFFLINE := 1
 export MPLBACKEND := Agg
 export PYTHONHASHSEED := 0
 
-.PHONY: all figures test lab notebooks clean venv
+.PHONY: all figures test test-fast lab notebooks clean venv
 
 all: test
 
@@ -49,6 +49,10 @@ test: $(STAMP)
 	  $(PY) -m pytest -q -p no:cacheprovider --nbval-lax --nbval-cell-timeout=900 build/smoke/notebooks && \
 	  PRIVKIT_SMOKE_OUT=build/smoke $(PY) -m pytest -q tests/test_notebook_outputs.py; \
 	else echo "No paper notebook exists yet: nothing for nbval to run."; fi
+
+## The fast subset for development (about a minute): unit tests not marked slow, no kernel re-run, no notebooks.
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" tests
 
 ## JupyterLab with the jupytext notebooks (open notebooks/*.py as notebooks).
 lab: $(STAMP)

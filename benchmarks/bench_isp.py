@@ -35,14 +35,8 @@ import pandas as pd
 import torch
 
 from privkit.device import resolve_device
-from privkit.isp import (
-    DEFAULT_FARS,
-    IdentityProjector,
-    IdentitySanitizer,
-    INLPFitter,
-    LeaceFitter,
-    pairwise_tar_at_far,
-)
+from privkit.isp import IdentityProjector, IdentitySanitizer, INLPFitter, LeaceFitter, pairwise_tar_at_far
+from privkit.metrics import DEFAULT_FARS
 
 
 def synthetic(n: int, d: int, m: int, *, seed: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:

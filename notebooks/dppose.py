@@ -48,7 +48,7 @@
 # paper's numbers beside ours and judges the *orderings*.
 #
 # **Paper scale** (not run here): the same code reads MPII's train and validation splits from `data_root`
-# (`privkit.data.paper_loaders.load_mpii`, 256-px square crops) and the paper's ImageNet TinyViT-5M weights
+# (`privkit.data.paper.mpii.load_mpii`, 256-px square crops) and the paper's ImageNet TinyViT-5M weights
 # from `<data_root>/weights/tiny_vit_5m/model.safetensors`, on a GPU. privkit has no COCO loader, so the public
 # set stays the synthpose public split, rendered at 256 px.
 #
@@ -78,13 +78,11 @@ import torch
 import privkit
 from privkit.data import load_pose
 from privkit.data.pose import load_synthpose
-from privkit.data.types import MPII_JOINTS
-from privkit.data.types import PoseSet
-from privkit.dppose import GaussianBlur, build_pose_model, count_parameters, evaluate_pckh, train
-from privkit.studies.dppose import experiments as X
+from privkit.data.types import MPII_JOINTS, PoseSet
+from privkit.dppose import GaussianBlur, Schedule, build_pose_model, count_parameters, evaluate_pckh, train
 from privkit.dppose.features import cache_features
-from privkit.dppose.metrics import EXCLUDED_FROM_MEAN, pckh
-from privkit.encoders import load_pose_model
+from privkit.dppose.metrics import EXCLUDED_FROM_MEAN
+from privkit.studies.dppose import experiments as X, plots as P, tables as T
 from privkit.studies.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
 
 cfg = privkit.config.load("dppose", scale)
@@ -100,9 +98,7 @@ set_theme()
 timer = SectionTimer()
 cpu0 = time.process_time()
 pd.set_option("display.width", 180, "display.max_columns", 40, "display.precision", 4)
-METHOD_NAMES = {"nonprivate": "non-private", "dpsgd": "DP-SGD", "projected": "projected DP-SGD",
-                "feature": "feature DP", "feature_projective": "feature-projective DP"}
-PALETTE = dict(zip(METHOD_NAMES, sns.color_palette("colorblind", 5)))
+METHOD_NAMES, PALETTE = P.METHOD_NAMES, P.method_palette()
 print(privkit.config.PAPERS["dppose"].citation)
 print(f"scale={scale} seed={seed} device={dev}")
 print(cfg)
@@ -150,7 +146,7 @@ c_main = cfg.clips[0]
 # %%
 with timer("data"):
     if scale == "paper":
-        from privkit.data.paper_loaders import load_mpii
+        from privkit.data.paper.mpii import load_mpii
 
         # all of MPII's training split at 256 px is about 18 GB of float32 images
         private = load_mpii(data_root, split="train", size=cfg.image_size, n_samples=cfg.n_private or None,
@@ -240,8 +236,9 @@ with timer("features"):
 
 # %%
 with timer("pretrain"):
-    pre = train(make_model(seed, pretrained=True), public, method="nonprivate", epochs=cfg.pretrain_epochs,
-                batch_size=min(cfg.batch_size, len(public)), lr=cfg.pretrain_lr, seed=seed, device=dev)
+    pre = train(make_model(seed, pretrained=True), public, method="nonprivate", seed=seed, device=dev,
+                schedule=Schedule(epochs=cfg.pretrain_epochs, batch_size=min(cfg.batch_size, len(public)),
+                                  lr=cfg.pretrain_lr))
     warm_state = {k: v.detach().clone() for k, v in pre.model.state_dict().items()}
     warm_test = evaluate_pckh(pre.model, test).mean
     warm_pub = evaluate_pckh(pre.model, public).mean
@@ -263,12 +260,12 @@ def report(o: X.RunOutcome) -> None:
 
 
 with timer("train"):
+    settings = X.DesignSettings(delta=cfg.delta, epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr,
+                                n_public_grads=cfg.n_public_grads, refresh=cfg.refresh, accountant=cfg.accountant,
+                                nonprivate_epochs=cfg.nonprivate_epochs)
     outcomes = X.run_design(
-        runs, private_set=private, test_set=test, make_model=make_model, warm_state=warm_state,
-        public_set=public, delta=cfg.delta, epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr,
-        n_public_grads=cfg.n_public_grads, refresh=cfg.refresh, n_show=cfg.n_show, accountant=cfg.accountant,
-        device=dev, progress=scale != "smoke", on_result=report, blurred_set=blurred,
-        nonprivate_epochs=cfg.nonprivate_epochs,
+        runs, X.DesignData(private, test, make_model, warm_state=warm_state, public_set=public, blurred_set=blurred),
+        settings, n_show=cfg.n_show, device=dev, progress=scale != "smoke", on_result=report,
         keep_model=lambda r: r.init == "warm" and r.seed == seed and r.epsilon == eps_max and r.clip == c_main)
     df = pd.DataFrame([o.row() for o in outcomes])
     save_table(df, out_dir, "table1_runs", caption="Every run: PCKh@0.5 on held-out data and the guarantee that holds")
@@ -287,47 +284,27 @@ with timer("train"):
 with timer("ablation"):
     abl = pd.DataFrame()
     if abl_sets is not None:
-        pre_a = train(make_abl(seed), abl_sets["public"], method="nonprivate", epochs=cfg.pretrain_epochs,
-                      batch_size=min(cfg.batch_size, len(abl_sets["public"])), lr=cfg.pretrain_lr, seed=seed,
-                      device=dev)
+        pre_a = train(make_abl(seed), abl_sets["public"], method="nonprivate", seed=seed, device=dev,
+                      schedule=Schedule(epochs=cfg.pretrain_epochs, batch_size=min(cfg.batch_size,
+                                                                                   len(abl_sets["public"])),
+                                        lr=cfg.pretrain_lr))
         warm_a = {k: v.detach().clone() for k, v in pre_a.model.state_dict().items()}
         abl_specs = [X.RunSpec("nonprivate", "warm", None, None, None, seed, ("ablation",)),
                      *[X.RunSpec("dpsgd", "warm", e, c_main, None, seed, ("ablation",))
                        for e in sorted({eps_min, eps_max})]]
         abl_out = X.run_design(
-            abl_specs, private_set=abl_sets["private"], test_set=abl_sets["test"], make_model=make_abl,
-            warm_state=warm_a, public_set=abl_sets["public"], delta=cfg.delta, epochs=cfg.epochs,
-            batch_size=cfg.batch_size, lr=cfg.lr, n_public_grads=cfg.n_public_grads, refresh=cfg.refresh,
-            n_show=cfg.n_show, accountant=cfg.accountant, device=dev, on_result=report,
-            nonprivate_epochs=cfg.nonprivate_epochs)
-        sd_abl = X.pooled_seed_sd(df)
-        rows = [{"run": "warm start (public split only)", "imagenet": warm_test,
-                 "pose_pretrained": evaluate_pckh(pre_a.model, abl_sets["test"]).mean, "n_main": 1}]
-        for o in abl_out:
-            sp = o.spec
-            same = df[(df.method == sp.method) & (df.init == "warm") & (df.view == "raw") & df.k.isna()
-                      & ((df.epsilon == sp.epsilon) if sp.epsilon is not None else df.epsilon.isna())
-                      & ((df.clip_norm == sp.clip) if sp.clip is not None else df.clip_norm.isna())]
-            v = X.verdict([o.pckh.mean], same.pckh.tolist(), sd=sd_abl)
-            rows.append({"run": o.spec.label.replace(f" seed={seed}", ""), "imagenet": v["mean_b"],
-                         "pose_pretrained": o.pckh.mean, "n_main": len(same), "difference": v["diff"],
-                         "margin": v["margin"], "verdict": v["verdict"]})
-        test_pose = test_raw  # the test images themselves (the cached features replaced them in `test`)
-        for zname in ("movenet-lightning", "movenet-thunder"):
-            pred = load_pose_model(zname, device=dev).predict(test_pose.images.to(dev)).to_mpii()
-            z = pckh(pred.keypoints.cpu(), test_pose.keypoints, test_pose.visible, test_pose.head_box).mean
-            rows.append({"run": f"{zname} zero-shot (its own COCO head, no training here)", "pose_pretrained": z})
-        abl = pd.DataFrame(rows)
+            abl_specs, X.DesignData(abl_sets["private"], abl_sets["test"], make_abl, warm_state=warm_a,
+                                    public_set=abl_sets["public"]),
+            settings, n_show=cfg.n_show, device=dev, on_result=report)
+        abl = pd.DataFrame(T.ablation_rows(df, abl_out, seed=seed, warm_imagenet=warm_test,
+                                           warm_pose=evaluate_pckh(pre_a.model, abl_sets["test"]).mean)
+                           # the test images themselves (the cached features replaced them in `test`)
+                           + T.zero_shot_rows(test_raw, ("movenet-lightning", "movenet-thunder"), device=dev))
         save_table(abl, out_dir, "table6_backbone_ablation",
                    caption=f"Frozen {cfg.ablation_backbone} (COCO pose pretraining) vs frozen {cfg.backbone} "
                            "(ImageNet): PCKh@0.5, same neck/head/warm start/optimiser; verdict: pose-pretrained above "
                            "ImageNet by more than the margin")
-        print(f"PCKh@0.5 on the private-style test set ({cfg.ablation_backbone} vs {cfg.backbone}; imagenet column = "
-              f"mean of the main runs with the same settings, n_main of them):")
-        print(abl.to_string(index=False, na_rep="—", float_format="{:.2f}".format))
-        for r in abl.dropna(subset=["verdict"]).itertuples():
-            print(f"- pose pretraining beats ImageNet, {r.run}: {r.verdict.upper()} ({r.pose_pretrained:.2f} vs "
-                  f"{r.imagenet:.2f}, difference {r.difference:+.2f}, margin {r.margin:.2f})")
+        print(T.ablation_text(abl, ablation_backbone=cfg.ablation_backbone, backbone=cfg.backbone))
 
 # %% [markdown]
 # ## PCKh@0.5 against ε (the paper's MPII grid)
@@ -337,45 +314,13 @@ with timer("ablation"):
 
 # %%
 with timer("fig1"):
-    main = df[(df.init == "warm") & (df.view == "raw") & ((df.clip_norm == c_main) | df.clip_norm.isna())
-              & ((df.k == cfg.k) | df.k.isna())]
+    main = T.main_runs(df, clip=c_main, k=cfg.k)
     base = main[main.seed == seed]
     spread = X.seed_spread(df)
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
-    ax = axes[0]
     np_runs = main[main.method == "nonprivate"].pckh
-    ax.axhline(np_runs.mean(), color=PALETTE["nonprivate"], ls="--", label=METHOD_NAMES["nonprivate"])
-    if len(np_runs) > 1:
-        ax.axhspan(np_runs.mean() - np_runs.std(), np_runs.mean() + np_runs.std(), color=PALETTE["nonprivate"],
-                   alpha=0.15)
-    ax.axhline(warm_test, color="grey", ls=":", label="warm start (public only)")
-    plotted = []
-    for m in ("dpsgd", "projected", "feature", "feature_projective"):
-        d = base[base.method == m].sort_values("epsilon")
-        ax.plot(d.epsilon, d.pckh, "o-", color=PALETTE[m], label=METHOD_NAMES[m])
-        sp = spread[(spread.method == m) & (spread.epsilon == eps_max) & (spread.clip_norm == c_main)]
-        if len(sp) and sp.n_seeds.iloc[0] > 1:
-            ax.errorbar([eps_max], sp["mean"], yerr=sp["sd"], color=PALETTE[m], capsize=3, fmt="none")
-        plotted.append(d.assign(source="ours"))
-    bl = df[df.view == "blurred"].pckh
-    if len(bl):
-        ax.axhline(float(bl.mean()), color=PALETTE["nonprivate"], ls="-.", lw=0.8, label="non-private on blurred ψ(x)")
-    ax.set(xlabel="ε (δ = %g)" % cfg.delta, ylabel="PCKh@0.5 (%)",
-           title=f"ours: synthpose {cfg.image_size} px, {cfg.backbone}, C = {c_main:g}")
-    ax.legend(fontsize=6, loc="best")
-    ax = axes[1]
-    paper_rows = []
-    for (m, e), v in X.PAPER_MPII_PCKH.items():
-        paper_rows.append({"method": m, "epsilon": e, "pckh": v, "source": "paper MPII (C = 0.01)"})
-    paper_df = pd.DataFrame(paper_rows)
-    for m in ("dpsgd", "projected", "feature", "feature_projective"):
-        d = paper_df[paper_df.method == m].sort_values("epsilon")
-        ax.plot(d.epsilon, d.pckh, "o-", color=PALETTE[m], label=METHOD_NAMES[m])
-    ax.axhline(X.PAPER_NONPRIVATE_MPII, color=PALETTE["nonprivate"], ls="--", label="non-private")
-    ax.set(xlabel="ε", title="paper: MPII, frozen fine-tuning, C = 0.01")
-    ax.legend(fontsize=6)
-    fig1_data = pd.concat(plotted + [np_runs.to_frame().assign(method="nonprivate", source="ours"), paper_df],
-                          ignore_index=True)
+    fig, fig1_data = P.plot_pckh_vs_epsilon(df, base, spread, np_runs, warm_test=warm_test, eps_max=eps_max,
+                                            clip=c_main, delta=cfg.delta,
+                                            subtitle=f"ours: synthpose {cfg.image_size} px, {cfg.backbone}, C = {c_main:g}")
     save_figure(fig, out_dir, "fig1_pckh_vs_epsilon", fig1_data)
     plt.show()
     plt.close(fig)
@@ -564,69 +509,20 @@ with timer("fig6"):
 
 # %%
 with timer("fig7"):
-    at_max = {o.spec.method: o for o in outcomes if o.spec.init == "warm" and o.spec.view == "raw"
-              and o.spec.seed == seed and o.spec.epsilon == eps_max and o.spec.clip == c_main
-              and o.spec.k in (None, cfg.k) and o.model is not None}
-    diag_models = {"warm start": pre.model}
-    for m in ("dpsgd", "projected"):
-        if m in at_max:
-            diag_models[f"after {METHOD_NAMES[m]} (ε = {eps_max:g})"] = at_max[m].model
-    sigma_ref = at_max["projected"].noise_multiplier if "projected" in at_max else outcomes[-1].noise_multiplier
+    diag_models, sigma_ref = T.diagnostic_models(outcomes, pre.model, seed=seed, epsilon=eps_max, clip=c_main, k=cfg.k)
     m_pub = min(cfg.n_public_grads, len(public))
     ks = sorted({k for k in (1, 10, cfg.k, *cfg.k_grid, m_pub) if k <= m_pub})
     diag = X.projection_diagnostics(diag_models, private_set=private, public_set=public, ks=ks, clip=c_main,
                                     noise_multiplier=sigma_ref, batch_size=cfg.batch_size, n_private=256,
                                     n_public=m_pub)
-    controls = []
-    for m in ("dpsgd", "projected"):
-        kw = dict(public_set=public, k=min(cfg.k, m_pub), n_public=m_pub, refresh=cfg.refresh) if m == "projected" else {}
-        for noise in ("with noise", "no noise"):
-            if noise == "with noise":
-                pck = float(df[(df.method == m) & (df.init == "warm") & (df.view == "raw") & (df.epsilon == eps_max)
-                               & (df.clip_norm == c_main) & ((df.k == cfg.k) | df.k.isna())].pckh.mean())
-            else:
-                ctrl = train(pre.model, private, method=m, noise_multiplier=0.0, delta=cfg.delta, clip=c_main,
-                             epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr, seed=seed, device=dev, **kw)
-                pck = evaluate_pckh(ctrl.model, test).mean
-            controls.append({"model": f"{METHOD_NAMES[m]}, {noise}", "method": m, "noise": noise, "pckh": pck})
-    controls = pd.DataFrame(controls)
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
-    for (label, d), color in zip(diag.groupby("model", sort=False), sns.color_palette("dark", len(diag_models))):
-        axes[0].plot(d.k, d.energy_fraction, "o-", color=color, label=label)
-        axes[1].plot(d.k, d.snr_gain, "o-", color=color, label=label)
-    d0 = diag[diag.model == "warm start"]
-    axes[0].plot(d0.k, d0.random_fraction, "k:", label="random subspace (k/p)")
-    axes[0].set(xscale="log", yscale="log", xlabel="k (rank of the public subspace V_k)",
-                ylabel="share of the private gradient's energy in V_k")
-    axes[0].set_title("(a) private gradient kept by the public subspace", fontsize=9)
-    axes[1].axhline(1.0, color="k", lw=0.8, ls="--", label="projection neither helps nor hurts")
-    axes[1].set(xscale="log", yscale="log", xlabel="k", ylabel="SNR projected / SNR unprojected")
-    axes[1].set_title(f"(b) per-step SNR gain of projecting (σ = {sigma_ref:.2f}, C = {c_main:g}, B = {cfg.batch_size})",
-                      fontsize=9)
-    sns.barplot(data=controls.assign(name=controls.method.map(METHOD_NAMES)), x="noise", y="pckh", hue="name",
-                ax=axes[2], palette={METHOD_NAMES[m]: PALETTE[m] for m in ("dpsgd", "projected")})
-    axes[2].set(xlabel="", ylabel="PCKh@0.5 (%)")
-    axes[2].set_title(f"(c) noise or projection? ε = {eps_max:g}; no-noise runs are not private", fontsize=9)
-    for ax in axes:
-        ax.legend(fontsize=6)
-    fig.tight_layout()
+    controls = T.noise_controls(df, pre.model, X.DesignData(private, test, make_model, public_set=public), settings,
+                                epsilon=eps_max, clip=c_main, k=cfg.k, seed=seed, device=dev)
+    fig = P.plot_projection_diagnostics(diag, controls, sigma=sigma_ref, clip=c_main, batch_size=cfg.batch_size,
+                                        epsilon=eps_max)
     save_figure(fig, out_dir, "fig7_projection_diagnostics", pd.concat([diag, controls], ignore_index=True))
     plt.show()
     plt.close(fig)
-    print(diag.round(4).to_string(index=False))
-    print(controls.round(2).to_string(index=False))
-    at_k = diag[diag.k == cfg.k]
-    for _, r in at_k.iterrows():
-        print(f"{r.model}: the public top-{cfg.k} subspace holds {100 * r.energy_fraction:.1f}% of the clean private "
-              f"gradient's energy (a random {cfg.k}-dimensional subspace: {100 * r.random_fraction:.3f}%); per-step SNR "
-              f"{r.snr_unprojected:.2e} unprojected vs {r.snr_projected:.2e} projected ({r.snr_gain:.0f}x)")
-    cv = controls.set_index("model").pckh
-    nn_gap = cv[f"{METHOD_NAMES['projected']}, no noise"] - cv[f"{METHOD_NAMES['dpsgd']}, no noise"]
-    n_gap = cv[f"{METHOD_NAMES['projected']}, with noise"] - cv[f"{METHOD_NAMES['dpsgd']}, with noise"]
-    print(f"projected minus DP-SGD: {n_gap:+.2f} points with noise, {nn_gap:+.2f} without noise: "
-          + ("the projection itself costs accuracy here (the discarded part of the gradient), the noise is not "
-             "what limits it" if nn_gap < -X.MACHINE_DRIFT else
-             "without noise the projection costs nothing, so its effect comes through the noise"))
+    print(T.projection_text(diag, controls, k=cfg.k))
 
 # %% [markdown]
 # ## Run-to-run spread

@@ -64,33 +64,24 @@ out_dir = "figures/synthesisnet"
 import math
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 import torch
 
 import privkit
-from privkit.data import load_faces, paper_loaders
-from privkit.data.cache import cached_embeddings
+from privkit.data import load_faces
+from privkit.data.paper.celeba import load_celeba
+from privkit.data.paper.identity_folders import IdentitySelection
 from privkit.encoders import load_encoder
 from privkit.encoders.efficientnet_lite import load_efficientnet_lite0
 from privkit.encoders.human_faces import load_faceres_attributes
 from privkit.studies.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
-from privkit.synthesisnet import (
-    BASELINES,
-    SynthesisNet,
-    SynthesisNetConfig,
-    aligned_faces,
-    anonymize,
-    attribute_preservation,
-    embed_images,
-    features_for_fid,
-    fid,
-    inception_score,
-    load_inception,
-)
+from privkit.synthesisnet import BASELINES, SynthesisNet, SynthesisNetConfig, aligned_faces, anonymize
+from privkit.synthesisnet import features_for_fid, load_inception
+from privkit.studies.synthesisnet import claims as SC
 from privkit.studies.synthesisnet import experiments as X
-
-WHOLE = "published noise only (whole latent)"  # the baseline: metric-DP noise on z_id and z_att together
+from privkit.studies.synthesisnet import plots as P
+from privkit.studies.synthesisnet import tables as T
+from privkit.studies.synthesisnet.tables import WHOLE  # the baseline: metric-DP noise on z_id and z_att together
 
 cfg = privkit.config.load("synthesisnet", scale)
 dev = privkit.resolve_device(device)
@@ -110,10 +101,9 @@ print(cfg)
 # %%
 with timer("data"):
     if scale == "paper":
-        faces = paper_loaders.load_celeba(data_root, size=cfg.image_size, min_images=cfg.images_per_identity,
-                                          images_per_identity=cfg.images_per_identity,
-                                          n_identities=cfg.n_train_identities + cfg.n_test_identities, seed=seed,
-                                          progress=progress)
+        selection = IdentitySelection(min_images=cfg.images_per_identity, images_per_identity=cfg.images_per_identity,
+                                      n_identities=cfg.n_train_identities + cfg.n_test_identities)
+        faces = load_celeba(data_root, size=cfg.image_size, selection=selection, seed=seed, progress=progress)
     else:
         faces = load_faces(cfg.face_set, n_identities=cfg.n_train_identities + cfg.n_test_identities,
                            images_per_identity=cfg.images_per_identity, size=cfg.render_size, seed=seed)
@@ -278,90 +268,17 @@ with timer("judges"):
     fa = load_faceres_attributes(device="cpu")
     dl = load_encoder("dlib-resnet-fr", device="cpu")
     own = lambda imgs: net.encode(imgs.to(dev))[0].cpu()  # noqa: E731  (the method's identity encoder)
-    pack = lambda o: torch.cat([o["embedding"], o["male_probability"][:, None], o["age"][:, None]], 1)  # noqa: E731
-    unpack = lambda t: {"embedding": t[:, :-2], "male_probability": t[:, -2], "age": t[:, -1]}  # noqa: E731
-    jmask = X.first_per_identity(test, cfg.judge_images_per_identity)
-    j_ids, j_box = test.identity[jmask].cpu(), test.box[jmask].cpu()
-    cmask = X.first_per_identity(train, 1) & torch.isin(
-        train.identity.cpu(), torch.unique(train.identity.cpu())[: cfg.judge_centre_identities])
-    key_c = {"dataset": faces.name, "seed": seed, "extra": {"scale": scale, "n": int(cmask.sum()),
-                                                             "size": cfg.image_size}}
-    key_t = {"dataset": faces.name, "seed": seed, "extra": {"scale": scale, "n": int(jmask.sum()),
-                                                             "size": cfg.image_size}}
-    c_imgs, c_box = train.images[cmask].cpu(), train.box[cmask].cpu()
-    centre = {"faceres": cached_embeddings(lambda: X.faceres_outputs(fa, c_imgs, c_box)["embedding"],
-                                           encoder="faceres", split="synthesisnet-train-centre", **key_c
-                                           ).double().mean(0),
-              "dlib": cached_embeddings(lambda: dl.embed(c_imgs, boxes=c_box), encoder=dl.name,
-                                        split="synthesisnet-train-centre", **key_c).double().mean(0)}
-    fr_orig = unpack(cached_embeddings(lambda: pack(X.faceres_outputs(fa, test.images[jmask].cpu(), j_box)),
-                                       encoder="faceres+heads", split="synthesisnet-test", **key_t).double())
-    e_orig = {"faceres": fr_orig["embedding"] - centre["faceres"],
-              "dlib": cached_embeddings(lambda: dl.embed(test.images[jmask].cpu(), boxes=j_box), encoder=dl.name,
-                                        split="synthesisnet-test", **key_t).double() - centre["dlib"],
-              "model identity encoder": embed_images(test.images, own)}
-    judge_keys = [("SynthesisNet", e) for e in cfg.judge_epsilons if e in cfg.epsilons]
-    judge_keys += [k for k in releases if k[1] == math.inf]
-    judge_keys += [(WHOLE, e) for e in cfg.baseline_epsilons if e in cfg.epsilons]
-    judge_keys += [("no auxiliary classifier", cfg.ablation_epsilon)]
-    judged, gender_age, e_pub_of = [], [], {}
-    for key, imgs in releases.items():
-        method, eps = key
-        e_pub_of[("model identity encoder", *key)] = embed_images(imgs, own)
-        judged.append({"method": method, "epsilon": eps, "judge": "model identity encoder",
-                       **X.judge_release(e_orig["model identity encoder"], e_pub_of[("model identity encoder", *key)],
-                                         test.identity.cpu(), far=cfg.far, n_bootstrap=cfg.n_bootstrap, seed=seed)})
-        if key not in judge_keys:
-            continue
-        o = X.faceres_outputs(fa, imgs[jmask], j_box)
-        e_pub = {"faceres": o["embedding"] - centre["faceres"],
-                 "dlib": dl.embed(imgs[jmask], boxes=j_box).double() - centre["dlib"]}
-        for judge, ep in e_pub.items():
-            e_pub_of[(judge, *key)] = ep
-            judged.append({"method": method, "epsilon": eps, "judge": judge,
-                           **X.judge_release(e_orig[judge], ep, j_ids, far=cfg.far, n_bootstrap=cfg.n_bootstrap,
-                                             seed=seed)})
-        gender_age.append({"method": method, "epsilon": eps,
-                           **X.gender_age_agreement(fr_orig, o, n_bootstrap=cfg.n_bootstrap, seed=seed)})
-    for judge, eo in e_orig.items():  # the originals themselves (distance 0, the identification ceiling)
-        ids = test.identity.cpu() if judge == "model identity encoder" else j_ids
-        judged.append({"method": "original", "epsilon": math.inf, "judge": judge,
-                       **X.judge_release(eo, eo, ids, far=cfg.far, n_bootstrap=0, seed=seed)})
-    judged = pd.DataFrame(judged)
-    gender_age = pd.DataFrame(gender_age)
-    print(f"faceres and dlib judge {int(jmask.sum())} faces of {int(j_ids.unique().numel())} identities per release "
-          f"(gallery: their originals; chance rank-1 {1 / j_ids.unique().numel():.4f}), centred with "
-          f"{int(cmask.sum())} training identities; dlib failures to enrol: {dl.failures_to_enrol} (faces given by "
+    judging = T.judge_releases(releases, faceres=fa, dlib=dl, own=own, train=train, test=test, cfg=cfg,
+                               dataset=faces.name, scale=scale, seed=seed)
+    judged, gender_age, n_ids = judging.judged, judging.gender_age, judging.j_ids.unique().numel()
+    print(f"faceres and dlib judge {judging.n_judged} faces of {int(n_ids)} identities per release "
+          f"(gallery: their originals; chance rank-1 {1 / n_ids:.4f}), centred with "
+          f"{judging.n_centre} training identities; dlib failures to enrol: {dl.failures_to_enrol} (faces given by "
           f"their boxes)")
 
 # %%
 with timer("fig3"):
-    judges = ["faceres", "dlib", "model identity encoder"]
-    metrics = [("identity_distance", "distance_low", "distance_high", "identity distance (1 − cos)"),
-               ("rank1", "rank1_low", "rank1_high", "rank-1 re-identification"),
-               ("tar", "tar_low", "tar_high", "TAR at FAR")]
-    refs = {"blur": "tab:orange", "pixelate": "tab:green", "mask": "tab:red", "reconstruction (decoder)": "tab:gray",
-            "no DP noise": "tab:purple"}
-    fig, axes = plt.subplots(3, 3, figsize=(11, 7.5), sharex=True)
-    for c, judge in enumerate(judges):
-        jd = judged[judged.judge == judge]
-        for r, (col, lo, hi, label) in enumerate(metrics):
-            ax = axes[r, c]
-            for m, colr, lab in (("SynthesisNet", "tab:blue", "SynthesisNet (identity noise)"),
-                                 (WHOLE, "tab:brown", WHOLE)):
-                sw = jd[(jd.method == m) & np.isfinite(jd.epsilon)].sort_values("epsilon")
-                if len(sw):
-                    ax.errorbar(sw.epsilon, sw[col], yerr=[sw[col] - sw[lo], sw[hi] - sw[col]], marker="o",
-                                capsize=2, color=colr, label=lab)
-            for m, colr in refs.items():
-                v = jd[jd.method == m][col]
-                if len(v):
-                    ax.axhline(float(v.iloc[0]), color=colr, ls="--", lw=0.9, label=m)
-            if col == "rank1":
-                ax.axhline(float(jd.rank1_chance.iloc[0]), color="k", ls=":", lw=0.9, label="chance")
-            ax.set(xscale="log", ylabel=label if c == 0 else None, title=judge if r == 0 else None,
-                   xlabel="ε (per unit of latent distance)" if r == 2 else None)
-    axes[0, 2].legend(fontsize=6, loc="best")
+    fig = P.plot_identity_vs_epsilon(judged, ["faceres", "dlib", "model identity encoder"])
     save_figure(fig, out_dir, "fig3_identity_vs_epsilon", judged)
     plt.show()
     plt.close(fig)
@@ -398,22 +315,10 @@ with timer("table2"):
         extractor_name = (f"efficientnet-lite0 (ImageNet): un-normalised 1280-D pooled features (FID), 1000-class "
                           f"softmax (IS analogue), {cfg.fid_input_size}-px input, float64")
     f_ref = feats(train.images[rmask].cpu())[0]
-    table2_keys = [("original", math.inf)] + [k for k in releases if k[0] == "SynthesisNet"]
-    table2_keys += [k for k in releases if k[1] == math.inf]
-    table2_keys += [(WHOLE, e) for e in cfg.baseline_epsilons if e in cfg.epsilons]
-    table2_keys += [("no auxiliary classifier", cfg.ablation_epsilon)]
-    qual, fid_of = [], {}
-    for method, eps in table2_keys:
-        imgs = (test.images.cpu() if method == "original" else releases[(method, eps)])[fmask]
-        f_, p_ = feats(imgs)
-        fr_ = fid(f_ref, f_, n_bootstrap=cfg.fid_bootstrap, seed=seed)
-        is_ = inception_score(p_, splits=min(cfg.is_splits, len(p_)), n_bootstrap=cfg.fid_bootstrap, seed=seed)
-        fid_of[(method, eps)] = fr_.value
-        qual.append({"method": method, "epsilon": eps, "FID": fr_.value, "FID_low": fr_.ci_low,
-                     "FID_high": fr_.ci_high, "IS": is_.mean, "IS_low": is_.ci_low, "IS_high": is_.ci_high,
-                     "IS_std_splits": is_.std, "n_fake": fr_.n_fake, "n_real": fr_.n_real,
-                     "extractor": extractor_name})
-    table2 = pd.DataFrame(qual)
+    table2 = T.quality_table(releases, test.images.cpu(), f_ref, feats, keys=T.quality_keys(releases, cfg),
+                             mask=fmask, n_bootstrap=cfg.fid_bootstrap, is_splits=cfg.is_splits,
+                             extractor=extractor_name, seed=seed)
+    fid_of = {(m, float(e)): float(v) for m, e, v in zip(table2.method, table2.epsilon, table2.FID)}
     save_table(table2, out_dir, "table2_is_fid",
                caption="FID and IS analogue per method in efficientnet-lite0 feature space (not Inception), "
                        "95% percentile intervals of bootstrap replicates (FID's lie above the estimate: "
@@ -440,57 +345,12 @@ with timer("fig4"):
     pix = load_encoder("pixels", device="cpu")
     probe = X.AttributeProbe(lambda imgs: pix.embed(imgs.cpu()), c=1.0).fit(train.images.cpu(), train.attributes,
                                                                            names=attr_names)
-    att_rows = []
-    lab = {a: test.attributes[a].cpu() for a in probe.models}
-    for (method, eps) in [("original", math.inf)] + list(releases):
-        imgs = test.images.cpu() if method == "original" else releases[(method, eps)]
-        res = attribute_preservation(imgs, lab, probe)
-        for a in res.accuracy:
-            att_rows.append({"method": method, "epsilon": eps, "attribute": a, "accuracy": res.accuracy[a],
-                             "majority": res.majority[a], "n": res.n[a]})
-    att = pd.DataFrame(att_rows)
-    names = list(probe.models)
-    fig, axes = plt.subplots(1, len(names) + 2, figsize=(1.9 * (len(names) + 2) + 0.5, 2.6), squeeze=False)
-    ga_sw = gender_age[gender_age.method == "SynthesisNet"].sort_values("epsilon")
-    ga_wh = gender_age[gender_age.method == WHOLE].sort_values("epsilon")
-    for ax, (col, lo, hi, ref, title) in zip(axes[0, :2], [
-            ("gender_agreement", "gender_agreement_low", "gender_agreement_high", "gender_chance",
-             "gender (faceres)"),
-            ("age_mae", "age_mae_low", "age_mae_high", "age_mae_shuffled", "age error, years (faceres)")]):
-        for d, colr, lab_ in ((ga_sw, "tab:blue", "SynthesisNet"), (ga_wh, "tab:brown", WHOLE)):
-            if len(d):
-                ax.errorbar(d.epsilon, d[col], yerr=[d[col] - d[lo], d[hi] - d[col]], marker="o", capsize=2,
-                            color=colr, label=lab_)
-        ax.plot(ga_sw.epsilon, ga_sw[ref], "k--", lw=0.8, label="chance / unrelated face")
-        for m, colr in (("no DP noise", "tab:purple"), ("blur", "tab:orange"), ("pixelate", "tab:green")):
-            v = gender_age[gender_age.method == m][col]
-            if len(v):
-                ax.axhline(float(v.iloc[0]), color=colr, ls=":", lw=0.9, label=m)
-        ax.set(xscale="log", title=title, xlabel="ε")
-    axes[0, 0].set_ylim(0, 1.02)
-    axes[0, 1].legend(fontsize=5)
-    sw = att[att.method == "SynthesisNet"]
-    for ax, a in zip(axes[0, 2:], names):
-        d = sw[sw.attribute == a].sort_values("epsilon")
-        ax.plot(d.epsilon, d.accuracy, "o-", label="SynthesisNet")
-        ax.axhline(float(att[(att.method == "original") & (att.attribute == a)].accuracy.iloc[0]), color="k", lw=0.8,
-                   label="originals")
-        ax.axhline(float(d.majority.iloc[0]), color="k", ls="--", lw=0.8, label="majority class")
-        for m, colr in (("blur", "tab:orange"), ("pixelate", "tab:green")):
-            ax.axhline(float(att[(att.method == m) & (att.attribute == a)].accuracy.iloc[0]), color=colr, ls=":",
-                       lw=0.9, label=m)
-        ax.set(xscale="log", title=f"{a} (probe)", xlabel="ε", ylim=(0, 1.02))
-    axes[0, 2].set_ylabel("probe accuracy")
-    axes[0, -1].legend(fontsize=6)
-    fig.tight_layout()
-    fig4_data = pd.concat([att.assign(judge="pixel probe (embedded labels)"),
-                           gender_age.assign(judge="faceres gender/age heads")], ignore_index=True)
+    att = T.attribute_table(releases, test.images.cpu(), {a: test.attributes[a].cpu() for a in probe.models}, probe)
+    fig, fig4_data = P.plot_attributes(att, gender_age, list(probe.models))
     save_figure(fig, out_dir, "fig4_attributes_vs_epsilon", fig4_data)
     plt.show()
     plt.close(fig)
-    wide = att.pivot_table(index=["method", "epsilon"], columns="attribute", values="accuracy")
-    wide["mean"] = wide.mean(axis=1)
-    majority = att[att.method == "original"].set_index("attribute").majority
+    wide, majority = T.attribute_summary(att)
     print("Attribute preservation (privkit; the paper's attribute figures could not be obtained).")
     print("faceres gender/age heads, published vs original predictions:")
     print(gender_age.to_string(index=False))
@@ -509,22 +369,7 @@ with timer("fig4"):
 
 # %%
 with timer("table3"):
-    by_judge = {j: judged[judged.judge == j].set_index(["method", "epsilon"]) for j in judges}
-    gai = gender_age.set_index(["method", "epsilon"])
-    abl = []
-    for method in ("SynthesisNet", WHOLE, "no auxiliary classifier", "no DP noise"):
-        for key in [k for k in releases if k[0] == method]:
-            row = {"method": method, "epsilon": key[1]}
-            for j, short in (("faceres", "faceres"), ("dlib", "dlib"), ("model identity encoder", "own")):
-                ok = key in by_judge[j].index
-                row[f"{short}_identity_distance"] = by_judge[j].loc[key, "identity_distance"] if ok else np.nan
-                row[f"{short}_rank1"] = by_judge[j].loc[key, "rank1"] if ok else np.nan
-            row["gender_agreement"] = gai.loc[key, "gender_agreement"] if key in gai.index else np.nan
-            row["age_mae"] = gai.loc[key, "age_mae"] if key in gai.index else np.nan
-            row["probe_attribute_accuracy_mean"] = wide.loc[key, "mean"]
-            row["FID"] = fid_of.get(key, np.nan)
-            abl.append(row)
-    table3 = pd.DataFrame(abl)
+    table3 = T.ablation_table(releases, judged, gender_age, wide, fid_of)
     save_table(table3, out_dir, "table3_ablations",
                caption="SynthesisNet ablations and the published-noise-only baseline (privkit)")
     print(table3.to_string(index=False))
@@ -544,22 +389,11 @@ with timer("fig5"):
     meaning = X.epsilon_meaning_curves(z_test, test.identity, clip_norm=net.config.effective_clip_norm,
                                        epsilons=cfg.epsilons, n_quantiles=201
                                        ).round({"fraction": 6, "distance": 4, "eps_d": 6})  # CSV size
-    fig, axes = plt.subplots(1, 2, figsize=(8.5, 3.0), sharey=True)
-    for ax, kind in zip(axes, ["nearest other identity", "any other identity"]):
-        for e in cfg.epsilons:
-            d = meaning[(meaning.pair == kind) & (meaning.epsilon == e)]
-            ax.plot(d.eps_d, d.fraction, label=f"ε = {e:g}")
-        ax.axvline(1.0, color="k", ls="--", lw=0.8)
-        ax.set(xscale="log", xlabel="ε · d(z, z′)  (log-likelihood-ratio bound)",
-               title=kind + (" (per face)" if kind.startswith("nearest") else " (quantiles of all pairs)"))
-    axes[0].set_ylabel("fraction of pairs ≤ x")
-    axes[1].legend(fontsize=6)
+    fig = P.plot_epsilon_meaning(meaning, cfg.epsilons)
     save_figure(fig, out_dir, "fig5_epsilon_meaning", meaning)
     plt.show()
     plt.close(fig)
-    q = pd.DataFrame([{"pair": k, "epsilon": e, **{f"{int(100 * p)}%": float(np.interp(p, d.fraction, d.eps_d))
-                                                  for p in (0.05, 0.5, 0.95)}}
-                      for (k, e), d in meaning.groupby(["pair", "epsilon"], sort=True)])
+    q = T.epsilon_quantiles(meaning)
     print("privkit's figure (no counterpart in the paper's summary).")
     print(f"clip_norm = {net.config.effective_clip_norm:g}; ε·2·clip_norm between any two faces: "
           + ", ".join(f"{2 * e * net.config.effective_clip_norm:g} (ε={e:g})" for e in cfg.epsilons))
@@ -587,100 +421,16 @@ with timer("fig5"):
 # At the smoke scale (one epoch, a dozen faces) only checks 1 and 2 are enforced.
 
 # %%
-claims = []
-
-
-def claim(text, holds, enforced):
-    claims.append({"claim": text, "holds": bool(holds), "enforced": bool(enforced)})
-
-
-full = scale != "smoke"
-for row in guarantees:
-    g_ = row["guarantee"]
-    if row["method"] == "no DP noise":
-        claim(f"no-noise ablation reports ε = {g_.epsilon}", not math.isfinite(g_.epsilon), True)
-    else:
-        clip = net.config.whole_clip_norm if row["method"] == WHOLE else net.config.effective_clip_norm
-        ok = math.isclose(g_.epsilon, 2 * row["epsilon"] * clip) and g_.delta == 0.0
-        if not ok:
-            claim(f"guarantee of {row['method']} at ε={row['epsilon']:g}: {g_.statement}", ok, True)
-claim(f"all {len(guarantees) - 1} noisy releases state ε·2·clip_norm with δ = 0",
-      not any(not c["holds"] for c in claims), True)
-eps_min, eps_max = min(cfg.epsilons), max(cfg.epsilons)
-for judge in ("faceres", "dlib", "model identity encoder"):
-    for method in ("SynthesisNet", WHOLE):
-        r = judged[(judged.judge == judge) & (judged.method == method) & (judged.epsilon == eps_min)]
-        if not len(r):
-            continue
-        r = r.iloc[0]
-        lo, hi = X.rank1_chance_interval(r.rank1_chance, int(r.n_probes), confidence=0.99)
-        claim(f"{judge}, {method}: rank-1 at ε={eps_min:g} {round(r.rank1 * r.n_probes)}/{int(r.n_probes)} = "
-              f"{r.rank1:.3f} within the 99% chance interval [{lo:.3f}, {hi:.3f}] (chance {r.rank1_chance:.3f})",
-              lo <= r.rank1 <= hi, judge != "model identity encoder" and method == "SynthesisNet")
-for judge in ("faceres", "dlib", "model identity encoder"):
-    sw = judged[(judged.judge == judge) & (judged.method == "SynthesisNet")]
-    if len(sw) >= 2:
-        f = X.distance_decrease_failures(sw)
-        a_, b_ = sw.sort_values("epsilon").iloc[0], sw.sort_values("epsilon").iloc[-1]
-        ids_j = test.identity.cpu() if judge == "model identity encoder" else j_ids
-        pc = X.paired_distance_change(e_orig[judge], e_pub_of[(judge, "SynthesisNet", a_.epsilon)],
-                                      e_pub_of[(judge, "SynthesisNet", b_.epsilon)], ids_j,
-                                      n_bootstrap=cfg.n_bootstrap, seed=seed)
-        claim(f"{judge}: identity distance falls from ε={a_.epsilon:g} to ε={b_.epsilon:g}, face by face: mean "
-              f"drop {pc['mean_change']:.3f}, 95% identity-bootstrap CI [{pc['change_low']:.3f}, "
-              f"{pc['change_high']:.3f}] above 0 ({pc['n']} faces)", pc["change_low"] > 0,
-              full and judge != "model identity encoder")
-        claim(f"{judge}: identity distance falls with ε within bootstrap error and the separate CIs of the ends "
-              f"separate, {a_.identity_distance:.3f} [{a_.distance_low:.3f}, {a_.distance_high:.3f}] at "
-              f"ε={a_.epsilon:g} -> {b_.identity_distance:.3f} [{b_.distance_low:.3f}, {b_.distance_high:.3f}] at "
-              f"ε={b_.epsilon:g}" + ("" if not f else " — " + "; ".join(f)), not f, False)
-        claim(f"{judge}: rank-1 Wilson intervals at the ends of the ε grid separate: {a_.rank1:.3f} "
-              f"[{a_.rank1_low:.3f}, {a_.rank1_high:.3f}] at ε={a_.epsilon:g} vs {b_.rank1:.3f} "
-              f"[{b_.rank1_low:.3f}, {b_.rank1_high:.3f}] at ε={b_.epsilon:g}", b_.rank1_low > a_.rank1_high, False)
-for judge in ("faceres", "dlib"):
-    for method in ("no DP noise", "reconstruction (decoder)"):
-        r = judged[(judged.judge == judge) & (judged.method == method)]
-        if len(r):
-            r = r.iloc[0]
-            claim(f"{judge}, {method}: rank-1 {r.rank1:.3f} [{r.rank1_low:.3f}, {r.rank1_high:.3f}] above chance "
-                  f"{r.rank1_chance:.3f} ({r.rank1 / r.rank1_chance:.1f}x); TAR {r.tar:.3f} "
-                  f"[{r.tar_low:.3f}, {r.tar_high:.3f}] at FAR {r.far:.3g}", r.rank1_low > r.rank1_chance,
-                  full and judge == "dlib")
-r = judged[(judged.judge == "faceres") & (judged.method == "no DP noise")].iloc[0]
-claim(f"issue target: faceres rank-1 of the noise-free release {r.rank1:.3f} >= 5x chance "
-      f"({5 * r.rank1_chance:.3f}): {r.rank1 / r.rank1_chance:.1f}x", r.rank1 >= 5 * r.rank1_chance, False)
-lz = leak.iloc[1]
-claim(f"z_att (no noise, not covered) leave-one-out rank-1 among test faces {lz.rank1:.3f} within the 99% chance "
-      f"interval [{lz.chance_low:.3f}, {lz.chance_high:.3f}] (chance {lz.chance:.3f})",
-      lz.chance_low <= lz.rank1 <= lz.chance_high, False)
-if full:
-    orig_acc = att[att.method == "original"].set_index("attribute")
-    readable = [a for a, r in orig_acc.iterrows()
-                if r.accuracy > r.majority + 2 * math.sqrt(r.majority * (1 - r.majority) / r.n)]
-    claim(f"the probe reads {readable or 'no attribute'} on real faces above the majority rate", bool(readable),
-          False)
-    for a in readable:
-        acc_a = att[(att.method == "SynthesisNet") & (att.attribute == a)].set_index("epsilon").accuracy
-        claim(f"{a}: probe accuracy at every ε ({acc_a.min():.3f} .. {acc_a.max():.3f}) above the majority rate "
-              f"{orig_acc.majority[a]:.3f} (originals {orig_acc.accuracy[a]:.3f})",
-              bool((acc_a > orig_acc.majority[a]).all()), True)
-for method, e_ in (("SynthesisNet", eps_min), (WHOLE, eps_min), ("no DP noise", math.inf)):
-    g = gender_age[(gender_age.method == method) & (gender_age.epsilon == e_)]
-    if len(g):
-        g = g.iloc[0]
-        claim(f"{method}: faceres gender agreement at ε={e_:g} {g.gender_agreement:.3f} "
-              f"[{g.gender_agreement_low:.3f}, {g.gender_agreement_high:.3f}] above chance {g.gender_chance:.3f}; "
-              f"age error {g.age_mae:.1f} [{g.age_mae_low:.1f}, {g.age_mae_high:.1f}] years vs "
-              f"{g.age_mae_shuffled:.1f} for an unrelated face", g.gender_agreement_low > g.gender_chance, False)
+claims = SC.closing_checks(guarantees, judging, leak=leak, att=att, identities=test.identity, epsilons=cfg.epsilons,
+                           clip_norm=net.config.effective_clip_norm, whole_clip_norm=net.config.whole_clip_norm,
+                           n_bootstrap=cfg.n_bootstrap, full_scale=scale != "smoke", seed=seed)
 checks = pd.DataFrame(claims)
 save_table(checks, out_dir, "table5_claims",
            caption="Closing checks of the SynthesisNet notebook: each claim, whether it holds, whether it is enforced "
                    "(privkit)")
-with pd.option_context("display.max_colwidth", 400):
-    for c in claims:
-        tag = "enforced" if c["enforced"] else "reported"
-        print(f"[{'holds' if c['holds'] else 'DOES NOT HOLD'}; {tag}] {c['claim']}")
-failures = [c["claim"] for c in claims if c["enforced"] and not c["holds"]]
+for c in claims:
+    print(SC.format_check(c))
+failures = SC.enforced_failures(claims)
 print("\n".join(failures) if failures else "All enforced checks passed.")
 if failures:
     raise AssertionError("; ".join(failures))

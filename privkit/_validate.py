@@ -143,3 +143,13 @@ def check_unit_norm(name: str, x: torch.Tensor, *, tol: float = UNIT_NORM_TOL) -
 def check_min_count(name: str, count: int, minimum: int, what: str) -> None:
     if count < minimum:
         raise InsufficientDataError(f"{name}: need at least {minimum} {what}, got {count}")
+
+
+def check_columns(name: str, table: Any, columns: Iterable[str]) -> Any:
+    """A table (a pandas DataFrame, or anything with ``columns``) that has every column of ``columns``."""
+    if not hasattr(table, "columns") or not hasattr(table, "loc"):
+        raise InvalidArgumentError(f"{name} must be a pandas DataFrame, got {type(table).__name__}")
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise InvalidArgumentError(f"{name} lacks the columns {missing}")
+    return table

@@ -24,7 +24,7 @@ from scipy import stats
 
 from privkit.dppose.grads import add_gaussian_noise, clipped_grad_sum
 from privkit.dppose.model import build_pose_model
-from privkit.dppose.train import neighbouring_for, pose_batch, pose_loss, train
+from privkit.dppose.train import DPSpec, Schedule, neighbouring_for, pose_batch, pose_loss, train
 from privkit.errors import InvalidArgumentError
 from privkit.isp import IdentitySanitizer
 from privkit.privacy import audit, epsilon_spent, make_generator, noise_multiplier_for
@@ -134,6 +134,7 @@ def _independent_replace_one_epsilon(sigma: float, q: float, steps: int, delta: 
     return b
 
 
+@pytest.mark.slow
 def test_substitution_epsilon_matches_an_independent_computation_and_the_audit():
     sigma, q, steps, delta = 0.9219, 1 / 128, 128, 1e-5
     sub = epsilon_spent(noise_multiplier=sigma, sample_rate=q, steps=steps, delta=delta, accountant="pld",
@@ -145,6 +146,7 @@ def test_substitution_epsilon_matches_an_independent_computation_and_the_audit()
     assert add_remove == pytest.approx(0.796, abs=0.01) and sub > add_remove + 0.1
 
 
+@pytest.mark.slow
 def test_pld_agrees_with_opacus_on_add_remove():
     for sigma, q, steps in [(0.9219, 1 / 128, 128), (1.5, 0.04, 2250)]:
         pld = epsilon_spent(noise_multiplier=sigma, sample_rate=q, steps=steps, delta=1e-5, accountant="pld")
@@ -177,18 +179,33 @@ def _tiny_pose(n: int, seed: int = 0):
                    identity=torch.arange(n), name="tiny")
 
 
+@pytest.mark.slow
 def test_feature_runs_report_substitution_epsilon():
     data = _tiny_pose(64)
     assert neighbouring_for("feature") == neighbouring_for("feature_projective") == "substitution"
     assert neighbouring_for("dpsgd") == "add_remove"
-    res = train(None, data, method="feature", epsilon=0.8, delta=1e-5, clip=1.0, batch_size=8, epochs=1, seed=0)
+    res = train(None, data, method="feature", dp=DPSpec(epsilon=0.8, delta=1e-5, clip=1.0),
+                schedule=Schedule(batch_size=8, epochs=1), seed=0)
     g = res.guarantee
     assert res.config["accountant"] == "pld" and res.config["neighbouring"] == "substitution"
-    assert "replace-one" in g.mechanism and "substitution" in g.neighbouring
+    assert g.neighbours.relation == "replace-one" and g.neighbours.bound == pytest.approx(2.0)  # 2C, C = 1
+    assert g.accountant == "dp-accounting-pld" and "substitution" in g.neighbouring
+    assert g.event.count == res.steps and g.event.event.sampling_probability == pytest.approx(res.sample_rate)
+    assert g.event.event.event.noise_multiplier == pytest.approx(res.noise_multiplier)
+    # the event, accounted like privkit does (dp-accounting's PLD, replace-one), gives the reported epsilon
+    from dp_accounting.pld.pld_privacy_accountant import PLDAccountant
+
+    from privkit.privacy.accounting import PLD_DISCRETIZATION
+
+    pld = PLDAccountant(neighboring_relation=g.neighbours.accounting_relation(),
+                        value_discretization_interval=PLD_DISCRETIZATION)
+    pld.compose(g.event)
+    assert pld.get_epsilon(1e-5) == pytest.approx(g.epsilon, rel=1e-9)
     expected = epsilon_spent(noise_multiplier=res.noise_multiplier, sample_rate=res.sample_rate, steps=res.steps,
                              delta=1e-5, accountant="pld", neighbouring="substitution")
     assert g.epsilon == pytest.approx(expected) and g.epsilon <= 0.8
-    dp = train(None, data, method="dpsgd", epsilon=0.8, delta=1e-5, clip=1.0, batch_size=8, epochs=1, seed=0)
+    dp = train(None, data, method="dpsgd", dp=DPSpec(epsilon=0.8, delta=1e-5, clip=1.0),
+               schedule=Schedule(batch_size=8, epochs=1), seed=0)
     assert res.noise_multiplier > dp.noise_multiplier  # substitution needs more noise at the same target
 
 
@@ -200,7 +217,8 @@ def test_a_non_finite_private_record_stops_training(field):
     data = _tiny_pose(16)
     getattr(data, field)[5].view(-1)[0] = float("nan")
     with pytest.raises(InvalidArgumentError, match=f"private_set.{field}.*index 5"):
-        train(None, data, method="dpsgd", epsilon=1.0, delta=1e-5, clip=1.0, batch_size=4, seed=0)
+        train(None, data, method="dpsgd", dp=DPSpec(epsilon=1.0, delta=1e-5, clip=1.0), schedule=Schedule(batch_size=4),
+              seed=0)
 
 
 @pytest.mark.parametrize("how", ["vmap", "hooks"])
@@ -239,9 +257,13 @@ def _score_mechanism(gallery, n, generator):
     return r.unclipped[:, 0]
 
 
+@pytest.mark.slow
 def test_out_of_domain_score_is_clamped_and_the_guarantee_holds():
     r = release_scores(U, G1, epsilon=1.0, delta=1e-5, sensitivity=1.5, generator=make_generator(0))
+    assert any("clamped into [-0.5, 1]" in p for p in r.guarantee.processing)
     assert "clamped" in r.guarantee.mechanism and any("[-0.5, 1]" in n for n in r.guarantee.notes)
+    assert r.guarantee.neighbours.bound == 1.5 and r.guarantee.neighbours.scale == 0.75
+    assert r.guarantee.event.noise_multiplier == pytest.approx(r.sigma / 0.75)
     res = audit(_score_mechanism, G0, G1, n_samples=2_000_000, delta=1e-5, seed=0, claimed_epsilon=1.0)
     assert res.passed and res.epsilon_lower > 0.3
     # the clamp realises exactly the claimed sensitivity: same noise, clean scores 1 and -0.5
@@ -270,7 +292,8 @@ def test_full_sensitivity_leaves_scores_unchanged():
     r = release_scores(q, E, epsilon=5.0, delta=1e-5, generator=make_generator(0))
     noise = r.unclipped - E @ q
     assert float(noise.std()) == pytest.approx(r.sigma, rel=0.5)
-    assert "[-1, 1]" in r.guarantee.mechanism
+    assert any("clamped into [-1, 1]" in p for p in r.guarantee.processing)
+    assert r.guarantee.processing[-1] == "then clipping to [-1, 1] (post-processing)"
 
 
 # ----------------------------------------------------------------------------------------------------------------

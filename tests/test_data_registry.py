@@ -12,7 +12,7 @@ from privkit.errors import UnknownNameError
 def test_list_datasets_covers_embedded_and_paper_scale():
     names = {d.name for d in list_datasets()}
     assert {"lfw-subset-views", "synthfaces", "synthpose", "digits", "topic-sentences"} <= names
-    assert {"celeba", "vggface2", "lfw", "mpii", "cifar10", "cifar100", "movielens-100k"} <= names
+    assert {"celeba", "vggface2", "lfw", "mpii", "movielens-100k"} <= names
     assert {d.name for d in list_datasets(kind="pose")} == {"synthpose", "mpii"}
     with pytest.raises(UnknownNameError, match="kind"):
         list_datasets(kind="audio")
@@ -25,6 +25,7 @@ def test_unknown_names():
         load_pose("mpii")
 
 
+@pytest.mark.slow
 def test_load_faces_passes_options_through():
     fs = load_faces("synthfaces", n_identities=6, images_per_identity=2, size=32, seed=3)
     assert fs.images.shape == (12, 3, 32, 32) and fs.n_identities == 6

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
 
 from privkit.data.types import PoseSet
 from privkit.dppose import (
+    DPSpec,
+    PublicSpec,
+    Schedule,
     METHODS,
     GaussianBlur,
     build_pose_model,
@@ -281,6 +285,7 @@ def _noisy_step_mechanism(direction: torch.Tensor, sigma: float, clip: float):
     return mechanism
 
 
+@pytest.mark.slow
 def test_one_noisy_step_audits_below_its_claim_and_double_clipping_is_caught(data):
     model = _audit_model()
     clip, sigma, delta = 1e-4, 1.0, 1e-3
@@ -320,11 +325,14 @@ def _params(model):
     return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
 
 
+@pytest.mark.slow
 def test_dpsgd_accounting_matches_opacus_and_is_never_zero(data):
+    from dp_accounting import GaussianDpEvent, PoissonSampledDpEvent, SelfComposedDpEvent
+    from dp_accounting.rdp import RdpAccountant
     from opacus.accountants import RDPAccountant
 
-    res = train(small_model(), data, method="dpsgd", epsilon=3.0, delta=1e-5, clip=0.01, epochs=2, batch_size=12,
-                accountant="rdp", device="cpu", log_every=2)
+    res = train(small_model(), data, method="dpsgd", dp=DPSpec(epsilon=3.0, delta=1e-5, clip=0.01, accountant="rdp"),
+                schedule=Schedule(epochs=2, batch_size=12, log_every=2), device="cpu")
     assert res.steps == 8 and res.sample_rate == pytest.approx(12 / 48)
     acc = RDPAccountant()
     for _ in range(res.steps):
@@ -337,10 +345,22 @@ def test_dpsgd_accounting_matches_opacus_and_is_never_zero(data):
     assert [h["step"] for h in res.history] == [2, 4, 6, 8]
     assert all(e > 0 for e in eps_hist) and eps_hist == sorted(eps_hist)
     assert eps_hist[-1] == pytest.approx(res.guarantee.epsilon)
-    assert "add/remove" in res.guarantee.neighbouring
+    g = res.guarantee
+    assert g.neighbours.relation == "add-remove-one" and g.neighbours.bound == 0.01 and g.neighbours.norm == "l2"
+    assert "add/remove" in g.neighbouring and g.accountant == "opacus-rdp"
+    # the event is the history the accountant was given: 8 steps of Poisson(q)-sampled Gaussian(sigma)
+    assert isinstance(g.event, SelfComposedDpEvent) and g.event.count == res.steps
+    assert isinstance(g.event.event, PoissonSampledDpEvent)
+    assert g.event.event.sampling_probability == pytest.approx(res.sample_rate)
+    assert g.event.event.event == GaussianDpEvent(res.noise_multiplier)
+    # ... and dp_accounting's RDP accountant, at opacus's orders, turns it into the same epsilon
+    rdp = RdpAccountant(orders=RDPAccountant.DEFAULT_ALPHAS, neighboring_relation=g.neighbours.accounting_relation())
+    rdp.compose(g.event)
+    assert rdp.get_epsilon(1e-5) == pytest.approx(g.epsilon, rel=1e-4)
     # a shorter run at the same noise spends less: epsilon follows the steps actually run
-    half = train(small_model(), data, method="dpsgd", noise_multiplier=res.noise_multiplier, epsilon=3.0, delta=1e-5,
-                 clip=0.01, epochs=1, batch_size=12, accountant="rdp", device="cpu")
+    half = train(small_model(), data, method="dpsgd",
+                 dp=DPSpec(noise_multiplier=res.noise_multiplier, epsilon=3.0, delta=1e-5, clip=0.01, accountant="rdp"),
+                 schedule=Schedule(epochs=1, batch_size=12), device="cpu")
     assert half.steps == 4 and half.guarantee.epsilon < res.guarantee.epsilon
     acc1 = RDPAccountant()
     for _ in range(half.steps):
@@ -348,17 +368,19 @@ def test_dpsgd_accounting_matches_opacus_and_is_never_zero(data):
     assert half.guarantee.epsilon == pytest.approx(acc1.get_epsilon(delta=1e-5), rel=1e-9)
 
 
+@pytest.mark.slow
 def test_trainers_are_deterministic_for_a_seed(data, public):
-    kw = dict(noise_multiplier=1.0, delta=1e-5, clip=0.01, epochs=1, batch_size=16, accountant="rdp", device="cpu",
-              log_every=3)
-    a = train(None, data, method="feature_projective", public_set=public, k=4, refresh=2, seed=5, **kw)
-    b = train(None, data, method="feature_projective", public_set=public, k=4, refresh=2, seed=5, **kw)
-    c = train(None, data, method="feature_projective", public_set=public, k=4, refresh=2, seed=6, **kw)
+    dp = DPSpec(noise_multiplier=1.0, delta=1e-5, clip=0.01, accountant="rdp")
+    kw = dict(dp=dp, schedule=Schedule(epochs=1, batch_size=16, log_every=3), device="cpu")
+    pub = PublicSpec(public_set=public, k=4, refresh=2)
+    a = train(None, data, method="feature_projective", public=pub, seed=5, **kw)
+    b = train(None, data, method="feature_projective", public=pub, seed=5, **kw)
+    c = train(None, data, method="feature_projective", public=pub, seed=6, **kw)
     assert torch.equal(_params(a.model), _params(b.model))
     assert not torch.equal(_params(a.model), _params(c.model))
     assert a.history == b.history
     assert a.noise_multiplier == 1.0 and a.guarantee.epsilon == b.guarantee.epsilon > 0
-    d = train(None, data, method="dpsgd", seed=5, secure=True, **kw)  # OS-entropy noise: not reproducible
+    d = train(None, data, method="dpsgd", seed=5, **{**kw, "dp": replace(dp, secure=True)})  # OS-entropy noise
     e = train(None, data, method="dpsgd", seed=5, **kw)
     assert not torch.equal(_params(d.model), _params(e.model))
 
@@ -366,9 +388,9 @@ def test_trainers_are_deterministic_for_a_seed(data, public):
 def test_projected_update_lies_in_the_public_subspace(data, public):
     model = small_model(seed=3)
     # one SGD step; a large lr makes the step large next to float32 rounding of the parameters
-    kw = dict(epsilon=2.0, delta=1e-5, clip=0.01, epochs=1, batch_size=48, optimizer="sgd", lr=1e3,
-              accountant="rdp", device="cpu")
-    res = train(model, data, method="projected", public_set=public, k=5, **kw)
+    kw = dict(dp=DPSpec(epsilon=2.0, delta=1e-5, clip=0.01, accountant="rdp"),
+              schedule=Schedule(epochs=1, batch_size=48, optimizer="sgd", lr=1e3), device="cpu")
+    res = train(model, data, method="projected", public=PublicSpec(public_set=public, k=5), **kw)
     assert res.steps == 1
     step = _params(res.model) - _params(model)
     sub = public_subspace_from_model(model, pose_loss, batch_of(model, public), k=5)
@@ -380,11 +402,18 @@ def test_projected_update_lies_in_the_public_subspace(data, public):
     assert "post-processing" in " ".join(res.guarantee.notes)
 
 
+@pytest.mark.slow
 def test_feature_methods_state_the_feature_level_guarantee(data, public):
-    res = train(small_model(), data, method="feature", noise_multiplier=0.3, epsilon=1.0, delta=1e-5, clip=0.01,
-                epochs=1, batch_size=16, blur=(5, 1.0), accountant="rdp", device="cpu")
+    res = train(small_model(), data, method="feature",
+                dp=DPSpec(noise_multiplier=0.3, epsilon=1.0, delta=1e-5, clip=0.01, accountant="rdp"),
+                public=PublicSpec(blur=(5, 1.0)), schedule=Schedule(epochs=1, batch_size=16), device="cpu")
     g = res.guarantee
-    assert "ψ" in g.neighbouring and "labels" in g.neighbouring and "5x5" in g.neighbouring
+    assert g.neighbours.relation == "replace-one" and g.neighbours.bound == pytest.approx(2 * 0.01)
+    assert g.neighbours.scale == pytest.approx(0.01)  # noise multipliers are relative to the clip C
+    assert "ψ" in g.neighbours.detail and "labels" in g.neighbours.detail and "5x5" in g.neighbours.detail
+    assert "ψ" in g.neighbouring and "5x5" in g.neighbouring  # rendered from the structure
+    assert g.event.event.event.noise_multiplier == 0.3 and g.event.count == res.steps
+    assert any("public view" in p for p in g.processing)
     assert "NOT the blurred image" in g.protects
     assert g.epsilon > 1.0 and not g.meets_request and "NOT met" in str(g)  # too little noise for the request
     assert "public_loss" in res.history[-1] and math.isfinite(res.history[-1]["public_loss"])
@@ -394,30 +423,43 @@ def test_nonprivate_training_improves_pckh(data):
     model = build_pose_model(SIZE, width=8, seed=0)
     test = make_poseset(32, seed=7)
     before = evaluate_pckh(model, test).mean
-    res = train(model, data, method="nonprivate", epochs=25, batch_size=16, lr=3e-3, device="cpu", seed=0)
+    res = train(model, data, method="nonprivate", schedule=Schedule(epochs=25, batch_size=16, lr=3e-3), device="cpu",
+                seed=0)
     after = evaluate_pckh(res.model, test).mean
     assert after >= before + 25.0, (before, after)
     assert not res.guarantee.is_meaningful and res.noise_multiplier is None
+    assert type(res.guarantee.event).__name__ == "NonPrivateDpEvent" and res.guarantee.accountant is None
     assert torch.equal(_params(model), _params(build_pose_model(SIZE, width=8, seed=0)))  # input not modified
 
 
 def test_trainer_argument_errors(data, public, tmp_path):
-    kw = dict(epsilon=1.0, delta=1e-5, clip=0.01, epochs=1, batch_size=16, accountant="rdp", device="cpu")
+    dp = DPSpec(epsilon=1.0, delta=1e-5, clip=0.01, accountant="rdp")
+    kw = dict(dp=dp, schedule=Schedule(epochs=1, batch_size=16), device="cpu")
     with pytest.raises(UnknownNameError, match="feature_projective"):
         train(None, data, method="dp-sgd", **kw)
     for bad in ({"epsilon": 0.0}, {"epsilon": -1.0}, {"delta": 0.0}, {"delta": 1.0}, {"clip": 0.0}, {"clip": -1}):
         with pytest.raises(InvalidArgumentError):
-            train(None, data, method="dpsgd", **{**kw, **bad})
+            train(None, data, method="dpsgd", **{**kw, "dp": replace(dp, **bad)})
     with pytest.raises(InsufficientDataError):
-        train(None, data, method="projected", k=2, **kw)
+        train(None, data, method="projected", public=PublicSpec(k=2), **kw)
     with pytest.raises(InsufficientDataError):
-        train(None, data, method="projected", k=2, public_set=public.subset(torch.arange(0)), **kw)
+        train(None, data, method="projected", public=PublicSpec(k=2, public_set=public.subset(torch.arange(0))), **kw)
     with pytest.raises(InvalidArgumentError, match="k must lie"):
-        train(None, data, method="projected", k=25, public_set=public, **kw)
+        train(None, data, method="projected", public=PublicSpec(k=25, public_set=public), **kw)
     with pytest.raises(InvalidArgumentError, match="disjoint"):
-        train(None, data, method="projected", k=2, public_set=data.subset(torch.arange(8)), **kw)
+        train(None, data, method="projected", public=PublicSpec(k=2, public_set=data.subset(torch.arange(8))), **kw)
     with pytest.raises(PrivacyBudgetError):
-        train(None, data, method="dpsgd", max_noise_multiplier=0.5, **{**kw, "epsilon": 0.05})
+        train(None, data, method="dpsgd", **{**kw, "dp": replace(dp, epsilon=0.05, max_noise_multiplier=0.5)})
+    with pytest.raises(InvalidArgumentError, match="dp must be a DPSpec"):
+        train(None, data, method="dpsgd", dp={"epsilon": 1.0}, device="cpu")
+    with pytest.raises(UnknownNameError, match="accountant"):
+        DPSpec(accountant="moments")
+    with pytest.raises(InvalidArgumentError, match="secure"):
+        DPSpec(secure=1)
+    with pytest.raises(InvalidArgumentError, match="epochs"):
+        Schedule(epochs=0)
+    with pytest.raises(UnknownNameError, match="optimizer"):
+        Schedule(optimizer="adam")
     with pytest.raises(MissingResourceError):
         train(None, data, method="nonprivate", warm_start=tmp_path / "none.safetensors", device="cpu")
     with pytest.raises(InsufficientDataError):

@@ -13,13 +13,14 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 import torch
+from dp_accounting import GaussianDpEvent, NonPrivateDpEvent
 
 import privkit
 from privkit.data.types import PoseSet
 from privkit.dppose import PCKhResult, build_pose_model
 from privkit.studies.dppose import experiments as X
 from privkit.errors import InsufficientDataError, InvalidArgumentError, UnknownNameError
-from privkit.privacy.guarantee import PrivacyGuarantee
+from privkit.privacy.guarantee import Neighbouring, PrivacyGuarantee
 
 SIZE = 32
 
@@ -246,6 +247,7 @@ def test_claims_table_compares_like_with_like():
 
 
 # ------------------------------------------------------------------------------------------------- running
+@pytest.mark.slow
 def test_run_design_trains_evaluates_and_reports_guarantees():
     private = poses(48, seed=0)
     public = poses(16, seed=1, id_offset=10_000)
@@ -257,9 +259,11 @@ def test_run_design_trains_evaluates_and_reports_guarantees():
                                                   ("feature_projective", "warm"), ("dpsgd", "scratch")}
     warm = build_pose_model(SIZE, width=4, seed=9).state_dict()
     seen = []
-    outs = X.run_design(runs, private_set=private, test_set=test, make_model=lambda s: build_pose_model(SIZE, width=4, seed=s),
-                        warm_state=warm, public_set=public, delta=1e-5, epochs=1, batch_size=16, lr=1e-3,
-                        n_public_grads=64, refresh=2, n_show=3, accountant="rdp", on_result=seen.append)
+    data = X.DesignData(private, test, lambda s: build_pose_model(SIZE, width=4, seed=s), warm_state=warm,
+                        public_set=public)
+    settings = X.DesignSettings(delta=1e-5, epochs=1, batch_size=16, lr=1e-3, n_public_grads=64, refresh=2,
+                                accountant="rdp")
+    outs = X.run_design(runs, data, settings, n_show=3, on_result=seen.append)
     assert len(outs) == len(runs) == len(seen)
     for o in outs:
         assert o.predictions.shape == (3, 16, 2) and o.steps == 3
@@ -275,10 +279,7 @@ def test_run_design_trains_evaluates_and_reports_guarantees():
     assert fp.config["n_public"] == 16 and fp.config["k"] == 4  # m capped at the public set size
     assert X.check_guarantees(outs) == []
     # same seeds, same results
-    again = X.run_design(runs[:2], private_set=private, test_set=test,
-                         make_model=lambda s: build_pose_model(SIZE, width=4, seed=s), warm_state=warm,
-                         public_set=public, delta=1e-5, epochs=1, batch_size=16, lr=1e-3, n_public_grads=64,
-                         refresh=2, n_show=3, accountant="rdp")
+    again = X.run_design(runs[:2], data, settings, n_show=3)
     for a, b in zip(outs[:2], again):
         assert torch.equal(a.predictions, b.predictions) and a.pckh.mean == b.pckh.mean
     # a violated guarantee is caught
@@ -286,32 +287,36 @@ def test_run_design_trains_evaluates_and_reports_guarantees():
     broken = X.RunOutcome(**{**fp.__dict__, "guarantee": bad})
     failures = X.check_guarantees([broken])
     assert len(failures) == 1 and "exceeds the target 0.8" in failures[0]
-    none = X.RunOutcome(**{**fp.__dict__, "guarantee": PrivacyGuarantee(epsilon=math.inf, delta=1.0, neighbouring="x",
-                                                                         protects="x", mechanism="x")})
+    none = X.RunOutcome(**{**fp.__dict__, "guarantee": PrivacyGuarantee(
+        epsilon=math.inf, delta=1.0, neighbours=Neighbouring(relation="add-remove-one", unit="x"), protects="x",
+        event=NonPrivateDpEvent())})
     assert len(X.check_guarantees([none])) == 2  # infinite epsilon and delta above the target
 
 
 def test_run_design_needs_its_inputs():
     private, test = poses(16, seed=0), poses(4, seed=2, id_offset=99)
     spec = X.RunSpec(method="dpsgd", init="warm", epsilon=0.8, clip=0.1, k=None, seed=0)
-    kw = dict(private_set=private, test_set=test, make_model=lambda s: build_pose_model(SIZE, width=4, seed=s),
-              public_set=None, delta=1e-5, epochs=1, batch_size=8, lr=1e-3, n_public_grads=8, refresh=2)
+    data = X.DesignData(private, test, lambda s: build_pose_model(SIZE, width=4, seed=s))
+    settings = X.DesignSettings(delta=1e-5, epochs=1, batch_size=8, lr=1e-3, n_public_grads=8, refresh=2)
     with pytest.raises(InvalidArgumentError, match="warm_state"):
-        X.run_design([spec], warm_state=None, **kw)
+        X.run_design([spec], data, settings)
     proj = dataclasses.replace(spec, method="projected", init="scratch", k=2)
     with pytest.raises(InsufficientDataError, match="public_set"):
-        X.run_design([proj], warm_state=None, **kw)
+        X.run_design([proj], data, settings)
     with pytest.raises(UnknownNameError):
-        X.run_design([dataclasses.replace(spec, init="cold")], warm_state=None, **kw)
+        X.run_design([dataclasses.replace(spec, init="cold")], data, settings)
     with pytest.raises(InvalidArgumentError):
-        X.run_design(["dpsgd"], warm_state=None, **kw)
+        X.run_design(["dpsgd"], data, settings)
+    with pytest.raises(InvalidArgumentError, match="DesignData"):
+        X.run_design([spec], {"private_set": private}, settings)
 
 
 def _outcome(spec: X.RunSpec, mean: float) -> X.RunOutcome:
     per_joint = torch.full((16,), mean)
     score = PCKhResult(mean=mean, per_joint=per_joint, counts=torch.ones(16, dtype=torch.long), alpha=0.5)
-    g = PrivacyGuarantee(epsilon=spec.epsilon or math.inf, delta=1e-5 if spec.epsilon else 1.0, neighbouring="x",
-                         protects="x", mechanism="x")
+    g = PrivacyGuarantee(epsilon=spec.epsilon or math.inf, delta=1e-5 if spec.epsilon else 1.0,
+                         neighbours=Neighbouring(relation="add-remove-one", unit="x"), protects="x",
+                         event=GaussianDpEvent(1.0) if spec.epsilon else NonPrivateDpEvent())
     return X.RunOutcome(spec=spec, pckh=score, guarantee=g, steps=1, sample_rate=0.1, noise_multiplier=None,
                         history=[], predictions=torch.zeros(0, 16, 2), cpu_seconds=0.0, wall_seconds=0.0,
                         config={"delta": 1e-5})

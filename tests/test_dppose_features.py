@@ -10,7 +10,16 @@ import torch
 import torch.nn.functional as F
 
 from privkit.data.types import PoseSet
-from privkit.dppose import GaussianBlur, build_pose_model, evaluate_pckh, per_sample_grads, train
+from privkit.dppose import (
+    DPSpec,
+    GaussianBlur,
+    PublicSpec,
+    Schedule,
+    build_pose_model,
+    evaluate_pckh,
+    per_sample_grads,
+    train,
+)
 from privkit.dppose.features import CachedFeatures, cache_features
 from privkit.dppose.grads import check_per_record_model
 from privkit.dppose.train import _FromFeatures, pose_batch, pose_loss, private_clipped_sum
@@ -36,6 +45,7 @@ def _close_states(a: dict, b: dict, *, atol: float = 1e-5) -> None:
 
 
 # ----------------------------------------------------------------------------------------------- the network
+@pytest.mark.slow
 def test_pyramid_is_the_encoders_stride_8_and_16_maps(model):
     from privkit.encoders.efficientnet_lite import load_efficientnet_lite0
 
@@ -84,6 +94,7 @@ def test_cached_clipped_sum_equals_recomputing_the_frozen_part(model, data):
     assert torch.allclose(on_images.flat(), on_features.flat(), atol=1e-7, rtol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["dpsgd", "feature_projective", "nonprivate"])
 def test_training_on_cached_features_equals_training_on_images(model, data, method):
     private, public, test = data
@@ -91,14 +102,14 @@ def test_training_on_cached_features_equals_training_on_images(model, data, meth
     cached = cache_features(model, private)
     # SGD, not AdamW: its update is proportional to the gradient, so a last-bit difference between kernels stays
     # a last-bit difference (AdamW normalises tiny gradient coordinates to +-lr)
-    kw = dict(method=method, epochs=1, batch_size=8, lr=1e-2, seed=3, optimizer="sgd")
+    kw = dict(method=method, schedule=Schedule(epochs=1, batch_size=8, lr=1e-2, optimizer="sgd"), seed=3)
     if method != "nonprivate":
-        kw.update(epsilon=2.0, delta=1e-5, clip=0.1)
+        kw.update(dp=DPSpec(epsilon=2.0, delta=1e-5, clip=0.1))
     img_kw, feat_kw = dict(kw), dict(kw)
     if method == "feature_projective":
-        img_kw.update(public_set=public, k=4, n_public=8, refresh=2, blur=psi)
-        feat_kw.update(public_set=cache_features(model, public), k=4, n_public=8, refresh=2, blur=psi,
-                       blurred_set=cache_features(model, private, transform=psi))
+        img_kw.update(public=PublicSpec(public_set=public, k=4, n_public=8, refresh=2, blur=psi))
+        feat_kw.update(public=PublicSpec(public_set=cache_features(model, public), k=4, n_public=8, refresh=2,
+                                         blur=psi, blurred_set=cache_features(model, private, transform=psi)))
     a = train(model, private, **img_kw)
     b = train(model, cached, **feat_kw)
     assert b.config["cached_features"] and not a.config["cached_features"]
@@ -141,15 +152,15 @@ def test_bad_inputs_are_refused_with_clear_errors(model, data):
                                       identity=torch.arange(2)))
     with pytest.raises(InvalidArgumentError, match="batch_size"):
         cache_features(model, private, batch_size=0)
-    dp = dict(epsilon=1.0, delta=1e-5, clip=0.1, batch_size=8)
+    dp = dict(dp=DPSpec(epsilon=1.0, delta=1e-5, clip=0.1), schedule=Schedule(batch_size=8))
     with pytest.raises(InvalidArgumentError, match="blurred_set"):
         train(model, cached, method="feature", **dp)
     with pytest.raises(InvalidArgumentError, match="public_set must be CachedFeatures"):
-        train(model, cached, method="projected", public_set=public, k=2, **dp)
+        train(model, cached, method="projected", public=PublicSpec(public_set=public, k=2), **dp)
     with pytest.raises(InvalidArgumentError, match="row for row"):
-        train(model, cached, method="feature", blurred_set=cached.subset(torch.arange(5)), **dp)
+        train(model, cached, method="feature", public=PublicSpec(blurred_set=cached.subset(torch.arange(5))), **dp)
     with pytest.raises(InvalidArgumentError, match="both be images or both"):
-        train(model, cached, method="feature", blurred_set=private, **dp)
+        train(model, cached, method="feature", public=PublicSpec(blurred_set=private), **dp)
     with pytest.raises(InvalidArgumentError, match="no frozen part"):
         train(convnet, cached, method="dpsgd", **dp)
     with pytest.raises(InvalidArgumentError, match="pass the model"):
@@ -193,23 +204,31 @@ def test_hooks_never_handle_a_conv_subclass_that_pads_in_forward(data):
 
 
 # ------------------------------------------------------------------------------------------------ no-noise control
+@pytest.mark.slow
 def test_no_noise_control_is_labelled_not_private(model, data):
     private, public, _ = data
     cached = cache_features(model, private)
-    r = train(model, cached, method="dpsgd", noise_multiplier=0.0, delta=1e-5, clip=0.1, batch_size=8, seed=1)
+    r = train(model, cached, method="dpsgd", dp=DPSpec(noise_multiplier=0.0, delta=1e-5, clip=0.1),
+              schedule=Schedule(batch_size=8), seed=1)
     assert r.noise_multiplier == 0.0 and r.guarantee.epsilon == float("inf") and r.guarantee.delta == 1.0
     assert "nothing" in r.guarantee.protects and "no noise" in r.guarantee.mechanism
+    assert type(r.guarantee.event).__name__ == "NonPrivateDpEvent"
+    assert r.guarantee.neighbours.relation == "add-remove-one"
     assert all(h["eps_so_far"] == float("inf") for h in r.history)
     # without noise the run does not depend on the noise stream: two secure=False runs with the same sampling
     # seed agree exactly, and differ from a noisy run
-    again = train(model, cached, method="dpsgd", noise_multiplier=0.0, delta=1e-5, clip=0.1, batch_size=8, seed=1)
+    again = train(model, cached, method="dpsgd", dp=DPSpec(noise_multiplier=0.0, delta=1e-5, clip=0.1),
+                  schedule=Schedule(batch_size=8), seed=1)
     assert all(torch.equal(a, b) for a, b in zip(r.model.state_dict().values(), again.model.state_dict().values()))
-    noisy = train(model, cached, method="dpsgd", noise_multiplier=1.0, delta=1e-5, clip=0.1, batch_size=8, seed=1)
+    noisy = train(model, cached, method="dpsgd", dp=DPSpec(noise_multiplier=1.0, delta=1e-5, clip=0.1),
+                  schedule=Schedule(batch_size=8), seed=1)
     assert not torch.equal(noisy.model.head.fc_x.weight, r.model.head.fc_x.weight)
     with pytest.raises(InvalidArgumentError, match="not private"):
-        train(model, cached, method="dpsgd", epsilon=1.0, noise_multiplier=0.0, delta=1e-5, clip=0.1, batch_size=8)
+        train(model, cached, method="dpsgd", dp=DPSpec(epsilon=1.0, noise_multiplier=0.0, delta=1e-5, clip=0.1),
+              schedule=Schedule(batch_size=8))
     with pytest.raises(InvalidArgumentError):
-        train(model, cached, method="dpsgd", noise_multiplier=-1.0, delta=1e-5, clip=0.1, batch_size=8)
+        train(model, cached, method="dpsgd", dp=DPSpec(noise_multiplier=-1.0, delta=1e-5, clip=0.1),
+              schedule=Schedule(batch_size=8))
 
 
 def test_a_public_feature_row_identical_to_a_private_one_is_refused(model, data):
@@ -217,5 +236,5 @@ def test_a_public_feature_row_identical_to_a_private_one_is_refused(model, data)
     cached, pub = cache_features(model, private), cache_features(model, public)
     pub.images[3] = cached.images[7]  # other identities, but one record is a private record's copy
     with pytest.raises(InvalidArgumentError, match="identical images"):
-        train(model, cached, method="projected", public_set=pub, k=2, epsilon=1.0, delta=1e-5, clip=0.1,
-              batch_size=8)
+        train(model, cached, method="projected", dp=DPSpec(epsilon=1.0, delta=1e-5, clip=0.1),
+              public=PublicSpec(public_set=pub, k=2), schedule=Schedule(batch_size=8))

@@ -15,13 +15,13 @@ from privkit.dppose import (
     count_parameters,
     decode_simcc,
     evaluate_pckh,
-    gaussian_blur,
     pckh,
     simcc_kl_loss,
     simcc_targets,
 )
 from privkit.dppose.grads import check_per_record_model
 from privkit.errors import InvalidArgumentError, MissingResourceError, ShapeError, UnknownNameError
+from privkit.transforms import gaussian_blur
 
 
 def random_poseset(n: int, size: int = 32, seed: int = 0) -> PoseSet:
@@ -190,20 +190,16 @@ def test_evaluate_pckh_and_predict():
 
 
 # ------------------------------------------------------------------------------------------- blur (psi)
-def test_gaussian_blur_is_separable_reflect_gaussian():
+def test_psi_blur_is_the_shared_blur_with_the_papers_kernel():
     g = torch.Generator().manual_seed(0)
     x = torch.rand(2, 3, 20, 24, generator=g, dtype=torch.float64)
-    y = gaussian_blur(x, kernel_size=7, sigma=2.0)
-    t = torch.arange(7, dtype=torch.float64) - 3
-    k1 = torch.exp(-t * t / 8)
-    k2 = torch.outer(k1, k1) / k1.sum() ** 2
-    ref = F.conv2d(F.pad(x.reshape(6, 1, 20, 24), (3, 3, 3, 3), mode="reflect"), k2.view(1, 1, 7, 7))
-    assert torch.allclose(y, ref.reshape(2, 3, 20, 24), atol=1e-12)
+    assert torch.equal(GaussianBlur(kernel_size=7, sigma=2.0)(x), gaussian_blur(x, 2.0, radius=3))
+    assert torch.equal(GaussianBlur(kernel_size=1, sigma=2.0)(x), x)
     const = torch.full((1, 3, 16, 16), 0.3)
     assert torch.allclose(GaussianBlur(kernel_size=5, sigma=1.0)(const), const, atol=1e-6)
     assert GaussianBlur.for_size(256) == GaussianBlur(kernel_size=25, sigma=10.0)
     assert GaussianBlur.for_size(64) == GaussianBlur(kernel_size=7, sigma=2.5)
     with pytest.raises(InvalidArgumentError):
         GaussianBlur(kernel_size=4)
-    with pytest.raises(InvalidArgumentError):
-        gaussian_blur(x, kernel_size=41, sigma=1.0)
+    with pytest.raises(InvalidArgumentError, match="radius"):
+        GaussianBlur(kernel_size=41, sigma=1.0)(x)

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from privkit.dppose import build_pose_model, evaluate_pckh, per_sample_grads, train
+from privkit.dppose import DPSpec, Schedule, build_pose_model, evaluate_pckh, per_sample_grads, train
 from privkit.dppose.features import cache_features
 from privkit.dppose.grads import check_per_record_model
 from privkit.dppose.model import BACKBONES, MoveNetPyramid, count_parameters
@@ -113,10 +113,11 @@ def test_cached_features_give_the_same_output_and_gradients(model, data):
         assert torch.allclose(on_images[n], by_vmap[n], atol=1e-6, rtol=1e-4), n
 
 
+@pytest.mark.slow
 def test_dp_sgd_on_cached_features_runs(model, data):
     cached = cache_features(model, data)
-    r = train(model, cached, method="dpsgd", epsilon=2.0, delta=1e-5, clip=0.1, epochs=1, batch_size=8, lr=1e-2,
-              seed=1, device="cpu", per_sample_method="hooks")
+    r = train(model, cached, method="dpsgd", dp=DPSpec(epsilon=2.0, delta=1e-5, clip=0.1, per_sample_method="hooks"),
+              schedule=Schedule(epochs=1, batch_size=8, lr=1e-2), seed=1, device="cpu")
     assert r.steps >= 1 and 0 < r.guarantee.epsilon <= 2.0 + 1e-6
     losses = [h["loss"] for h in r.history if "loss" in h]
     assert losses and all(torch.isfinite(torch.tensor(float(v))) for v in losses)

@@ -201,6 +201,7 @@ def test_embed_any_size_matches_preprocess(enc: EfficientNetLite0Encoder) -> Non
     assert torch.allclose(z_raw, z_pre, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_determinism(enc: EfficientNetLite0Encoder, photos: torch.Tensor) -> None:
     a = enc.embed(photos)
     b = enc.embed(photos)
@@ -209,6 +210,7 @@ def test_determinism(enc: EfficientNetLite0Encoder, photos: torch.Tensor) -> Non
     assert torch.allclose(a, c, atol=1e-6, rtol=0)
 
 
+@pytest.mark.slow
 def test_batch_size_invariance(enc: EfficientNetLite0Encoder, photos: torch.Tensor) -> None:
     full = enc.embed(photos, batch_size=len(photos))
     for bs in (1, 4):
@@ -253,6 +255,7 @@ def test_frozen_backbone_builds_no_graph(enc: EfficientNetLite0Encoder, photos: 
     assert not any(f.requires_grad for f in feats.values())
 
 
+@pytest.mark.slow
 def test_gradients_flow_when_unfrozen(photos: torch.Tensor) -> None:
     e = load_efficientnet_lite0(device="cpu")
     e.requires_grad_(True)

@@ -108,6 +108,7 @@ def test_registry_rejects_unknown_names_and_bad_options():
 
 
 # -- every default-scale encoder on real faces ---------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("name", DEFAULT)
 def test_default_encoder_embeds_real_faces(name, face_batch):
     if name == "ssl-small" and not _available(name):
@@ -163,6 +164,7 @@ def test_bad_boxes_are_rejected(name):
 
 
 # -- dlib --------------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_dlib_same_person_closer_than_other_people(astronaut, lfw_faces):
     enc = _encoder("dlib-resnet-fr")
     flipped = astronaut.flip(-1)
@@ -234,6 +236,7 @@ def test_onet_whole_image_box_equals_no_box(lfw_faces):
 
 
 # -- age / gender ------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_age_gender_penultimate_recomputes_the_package_predictions(astronaut):
     import onnx
     from onnx import numpy_helper
@@ -376,6 +379,7 @@ def test_sscd_loads_a_torchscript_file_from_data_root(tmp_path, astronaut):
     torch.testing.assert_close(z, expected, atol=1e-5, rtol=0)
 
 
+@pytest.mark.slow
 def test_clip_loads_an_open_clip_folder(tmp_path):
     import open_clip
     from safetensors.torch import save_file

@@ -23,6 +23,7 @@ def encoders():
     return load_encoder("dlib-resnet-fr", device="cpu"), load_encoder("pixels", device="cpu")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["lfw-subset-views", "synthfaces"])
 def test_dlib_separates_identities_better_than_pixels_but_not_perfectly(name, encoders):
     dlib, pixels = encoders

@@ -156,20 +156,26 @@ def test_registered_presets_are_complete_frozen_dataclasses():
         assert config.artefacts(paper), paper
 
 
+@pytest.mark.slow
 def test_no_mechanism_imports_a_study_or_the_runner():
-    """The house: mechanisms, data, encoders and the privacy core never import a study or the runner (module-level
-    or inside a function); studies never import the runner."""
+    """The house (docs/architecture.md): mechanisms, data, encoders and the privacy core never import a study or the
+    runner (module-level or inside a function); studies never import the runner; the shared layer (metrics,
+    transforms, the privacy core) imports neither data, encoders nor a wing."""
     import ast
     import pathlib
 
     root = pathlib.Path(privkit.__file__).parent
     runner = ("privkit.config", "privkit.reproduce", "privkit.__main__")
+    shared_modules = ("privkit.metrics", "privkit.transforms", "privkit.errors", "privkit._validate", "privkit.device")
+    above_shared = ("privkit.data", "privkit.encoders", "privkit.isp", "privkit.dppose", "privkit.scoreshield",
+                    "privkit.synthesisnet")
     for path in root.rglob("*.py"):
         rel = path.relative_to(root.parent).with_suffix("")
         mod = ".".join(rel.parts)
         if mod in runner or mod in ("privkit.__init__",):
             continue
         in_study = mod.startswith("privkit.studies")
+        in_shared = mod in shared_modules or mod.startswith("privkit.privacy")
         pkg = mod.split(".")[:-1]  # the package a relative import starts from (``__init__`` counts as a module)
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
@@ -184,6 +190,8 @@ def test_no_mechanism_imports_a_study_or_the_runner():
                 assert not any(name == r or name.startswith(r + ".") for r in runner), (mod, name)
                 if not in_study:
                     assert not name.startswith("privkit.studies"), (mod, name)
+                if in_shared:  # the shared layer sits below data, encoders and the four wings
+                    assert not any(name == w or name.startswith(w + ".") for w in above_shared), (mod, name)
 
 
 # -- figures --------------------------------------------------------------------------------------------------
@@ -195,6 +203,7 @@ def _plot():
     return fig, df
 
 
+@pytest.mark.slow
 def test_save_figure_is_byte_stable_and_writes_data(tmp_path):
     fig, df = _plot()
     paths = save_figure(fig, tmp_path / "a", "fig1_test", df)

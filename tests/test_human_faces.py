@@ -54,6 +54,7 @@ def mobileface():
 # ------------------------------------------------------------------------------------------------------------------
 # behaviour on real faces
 # ------------------------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_faceres_and_mobileface_verify_identities_beside_dlib(faces, faceres, mobileface):
     a_faceres = _pair_auc(faceres.embed(faces.images, boxes=faces.box), faces.identity)
     a_mobile = _pair_auc(mobileface.embed(faces.images, boxes=faces.box), faces.identity)
@@ -102,6 +103,7 @@ def test_without_boxes_uses_the_whole_image_of_any_shape(faceres):
     assert z.shape == (2, 1024) and bool(torch.isfinite(z).all())
 
 
+@pytest.mark.slow
 def test_faceres_attributes(faces):
     out = faceres_attributes(faces.images[:5], faces.box[:5])
     assert set(out) == {"male_probability", "age", "age_distribution"}

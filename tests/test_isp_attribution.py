@@ -18,11 +18,9 @@ from privkit.errors import InsufficientDataError, InvalidArgumentError, ShapeErr
 from privkit.isp.attribution import (
     background_dominance,
     context_preference_curve,
-    embed_images,
     equal_area_context_regions,
     face_coverage_ratio,
     face_importance_index,
-    gaussian_blur,
     perturb_region,
     summarise_by_fcr,
 )
@@ -37,8 +35,10 @@ from privkit.isp.inversion import (
     optimisation_attack,
     reference_threshold,
     train_regression_inverter,
-    wilson_interval,
 )
+from privkit.metrics import wilson_interval
+from privkit.encoders import embed_images
+from privkit.transforms import gaussian_blur
 from privkit.isp.projection import IdentitySanitizer
 from privkit.isp.utility import (
     copy_detection_eval,
@@ -303,6 +303,7 @@ def test_optimisation_attack_succeeds_only_when_identity_is_encoded(inversion_se
         optimisation_attack(centred_pixels, embed_images(lin, targets), image_size=(8, 8))  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_regression_attack_and_audit(inversion_sets):
     ref_x, ref_id, targets, aux = inversion_sets
     tau = reference_threshold(centred_pixels, ref_x, ref_id, far=1e-3)

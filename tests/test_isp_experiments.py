@@ -14,7 +14,8 @@ from privkit.errors import InsufficientDataError, InvalidArgumentError, ShapeErr
 from privkit.studies.isp import experiments as X
 from privkit.isp.inversion import describe_inversion_evidence
 from privkit.isp.projection import IdentityProjector, IdentitySanitizer, INLPFitter, LeaceFitter
-from privkit.isp.verification import VerificationPairs, scan_pairs, thresholds_at_far
+from privkit.isp.verification import VerificationPairs, scan_pairs
+from privkit.metrics import thresholds_at_far
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -331,11 +332,12 @@ def test_inversion_study_rows_identity_evidence_and_errors():
     enc = CountingEncoder()
     z = enc.embed(faces.images)
     p = X.fit_eraser("isp", z[aux], faces.identity[aux], rank=2)
-    attacked = {"leak": (None, leak[aux], leak[tgt]), "noise": (None, noise[aux], noise[tgt]),
-                "enc raw": (X.ProjectedEncoder(enc, None), z[aux], z[tgt]),
-                "enc ISP box": (X.ProjectedEncoder(enc, p), p(z[aux]), p(z[tgt]), "box")}
-    args = (faces.images[aux], faces.box[aux], faces.identity[aux], faces.images[tgt], faces.box[tgt], ref, 0.5)
-    table, recs = X.inversion_study(attacked, *args, crop_size=8, epochs=2, steps=3, seed=0)
+    A, T, S = X.AttackedEncoder, X.InversionTargets, X.InversionSettings
+    attacked = {"leak": A(None, leak[aux], leak[tgt]), "noise": A(None, noise[aux], noise[tgt]),
+                "enc raw": A(X.ProjectedEncoder(enc, None), z[aux], z[tgt]),
+                "enc ISP box": A(X.ProjectedEncoder(enc, p), p(z[aux]), p(z[tgt]), "box")}
+    data = T(faces.images[aux], faces.box[aux], faces.identity[aux], faces.images[tgt], faces.box[tgt])
+    table, recs = X.inversion_study(attacked, data, ref, 0.5, settings=S(crop_size=8, epochs=2, steps=3), seed=0)
     assert list(table.attack[table.encoder == "enc raw"]) == ["ridge", "conv", "optimisation"]
     assert list(table.attack[table.encoder == "enc ISP box"]) == ["ridge", "conv", "optimisation"]
     assert list(table.attack[table.encoder == "leak"]) == ["ridge", "conv"]  # no module: no latent search
@@ -350,18 +352,23 @@ def test_inversion_study_rows_identity_evidence_and_errors():
     noise_row = table[(table.encoder == "noise") & (table.attack == "ridge")].iloc[0]
     assert leak_row.rank1 >= 0.75 and leak_row.margin_low > 0
     assert noise_row.rank1 <= 0.5 and noise_row.margin < leak_row.margin_low
+    ridge_only = S(attacks=("ridge",))
     with pytest.raises(UnknownNameError):
-        X.inversion_study(attacked, *args, attacks=("gan",))
+        S(attacks=("gan",))
     with pytest.raises(ShapeError):
-        X.inversion_study({"x": (None, z[aux][:3], z[tgt])}, *args, epochs=1)
+        X.inversion_study({"x": A(None, z[aux][:3], z[tgt])}, data, ref, 0.5, settings=S(epochs=1))
     with pytest.raises(UnknownNameError):
-        X.inversion_study({"x": (None, z[aux], z[tgt], "crop")}, *args, attacks=("ridge",))
+        X.inversion_study({"x": A(None, z[aux], z[tgt], "crop")}, data, ref, 0.5, settings=ridge_only)
+    with pytest.raises(InvalidArgumentError, match="AttackedEncoder"):
+        X.inversion_study({"x": (None, z[aux], z[tgt])}, data, ref, 0.5, settings=ridge_only)
     with pytest.raises(InsufficientDataError, match="identities"):
-        X.inversion_study({"x": (None, z[aux], z[tgt])}, faces.images[aux], faces.box[aux],
-                          torch.zeros(len(aux), dtype=torch.long), *args[3:], attacks=("ridge",))
+        X.inversion_study({"x": A(None, z[aux], z[tgt])}, T(faces.images[aux], faces.box[aux],
+                          torch.zeros(len(aux), dtype=torch.long), faces.images[tgt], faces.box[tgt]), ref, 0.5,
+                          settings=ridge_only)
     with pytest.raises(InsufficientDataError, match="targets"):
-        X.inversion_study({"x": (None, z[aux], z[tgt][:1])}, *args[:3], faces.images[tgt][:1], faces.box[tgt][:1],
-                          ref, 0.5, attacks=("ridge",))
+        X.inversion_study({"x": A(None, z[aux], z[tgt][:1])}, T(faces.images[aux], faces.box[aux],
+                          faces.identity[aux], faces.images[tgt][:1], faces.box[tgt][:1]), ref, 0.5,
+                          settings=ridge_only)
 
 
 def test_inversion_study_several_judges_one_row_each():
@@ -370,11 +377,12 @@ def test_inversion_study_several_judges_one_row_each():
     crops, _ = X.face_crops(faces.images, faces.box, size=8, margin=0.2)
     leak = ref.embed(crops)
     aux, tgt = torch.arange(0, 120), torch.arange(120, 152, 4)
-    args = (faces.images[aux], faces.box[aux], faces.identity[aux], faces.images[tgt], faces.box[tgt])
-    one, _ = X.inversion_study({"leak": (None, leak[aux], leak[tgt])}, *args, ref, 0.5, crop_size=8,
-                               attacks=("ridge",), seed=0)
-    two, _ = X.inversion_study({"leak": (None, leak[aux], leak[tgt])}, *args, {"a": ref, "b": ref},
-                               {"a": 0.5, "b": 2.0 ** -20}, crop_size=8, attacks=("ridge",), seed=0)
+    data = X.InversionTargets(faces.images[aux], faces.box[aux], faces.identity[aux], faces.images[tgt],
+                              faces.box[tgt])
+    attacked = {"leak": X.AttackedEncoder(None, leak[aux], leak[tgt])}
+    kw = dict(settings=X.InversionSettings(crop_size=8, attacks=("ridge",)), seed=0)
+    one, _ = X.inversion_study(attacked, data, ref, 0.5, **kw)
+    two, _ = X.inversion_study(attacked, data, {"a": ref, "b": ref}, {"a": 0.5, "b": 2.0 ** -20}, **kw)
     assert list(two.judge) == ["a", "b"] and list(two.threshold) == [0.5, 2.0 ** -20]
     # the same reconstructions judged by the same encoder: identical graded measures, only the threshold differs
     for col in ("rank1", "margin", "mean_score"):
@@ -383,11 +391,8 @@ def test_inversion_study_several_judges_one_row_each():
     text = describe_inversion_evidence(two.assign(condition="raw"))
     assert "(judge a)" in text and "(judge b)" in text
     with pytest.raises(InvalidArgumentError, match="threshold"):
-        X.inversion_study({"leak": (None, leak[aux], leak[tgt])}, *args, {"a": ref}, 0.5, crop_size=8,
-                          attacks=("ridge",))
+        X.inversion_study(attacked, data, {"a": ref}, 0.5, **kw)
     with pytest.raises(InvalidArgumentError, match="threshold"):
-        X.inversion_study({"leak": (None, leak[aux], leak[tgt])}, *args, {"a": ref}, {"b": 0.5}, crop_size=8,
-                          attacks=("ridge",))
+        X.inversion_study(attacked, data, {"a": ref}, {"b": 0.5}, **kw)
     with pytest.raises(InvalidArgumentError, match="threshold"):
-        X.inversion_study({"leak": (None, leak[aux], leak[tgt])}, *args, ref, float("nan"), crop_size=8,
-                          attacks=("ridge",))
+        X.inversion_study(attacked, data, ref, float("nan"), **kw)

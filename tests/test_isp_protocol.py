@@ -17,17 +17,17 @@ from privkit.isp.probes import (
 )
 from privkit.isp.projection import IdentitySanitizer
 from privkit.isp.verification import (
+    EmbeddingSplits,
+    VerificationProtocol,
     VerificationPairs,
     evaluate_verification,
     pair_threshold,
     pairwise_tar_at_far,
     scan_pairs,
-    smallest_resolvable_far,
     subsample_shots,
-    tar_at_far,
-    thresholds_at_far,
     validation_tar,
 )
+from privkit.metrics import smallest_resolvable_far, tar_at_far, thresholds_at_far
 
 
 D, R0 = 24, 4
@@ -236,12 +236,12 @@ def test_ridge_selection_picks_best_validation_tar(splits):
 
 def test_mlp_probe_is_seeded_and_early_stops(splits):
     (ztr, itr), (zv, iv), _ = splits
-    from privkit.isp.probes import fit_mlp_probe
+    from privkit.isp.probes import MLPOptions, fit_mlp_probe
 
     pairs = VerificationPairs.create(iv)
-    kw = dict(hidden=(32, 16), max_epochs=6, patience=2, far=1e-2, batch_size=128)
-    a, hist = fit_mlp_probe(ztr, itr, zv, pairs, seed=0, **kw)
-    b, _ = fit_mlp_probe(ztr, itr, zv, pairs, seed=0, **kw)
+    opts = MLPOptions(hidden=(32, 16), max_epochs=6, patience=2, batch_size=128)
+    a, hist = fit_mlp_probe(ztr, itr, zv, pairs, options=opts, far=1e-2, seed=0)
+    b, _ = fit_mlp_probe(ztr, itr, zv, pairs, options=opts, far=1e-2, seed=0)
     assert isinstance(a, MLPProbe) and not a.training
     assert torch.equal(a(zv), b(zv))
     assert a(zv).shape == (zv.shape[0], 16)
@@ -249,22 +249,31 @@ def test_mlp_probe_is_seeded_and_early_stops(splits):
     assert hist.loc[hist["selected"], "val_tar"].iloc[0] == hist["val_tar"].max()
     assert hist.loc[hist["selected"], "val_tar"].iloc[0] == pytest.approx(validation_tar(pairs, a(zv), far=1e-2))
     assert a.logits(zv).shape == (zv.shape[0], 60)
+    with pytest.raises(InvalidArgumentError, match="options"):
+        fit_mlp_probe(ztr, itr, zv, pairs, options={"max_epochs": 2})
+    with pytest.raises(InvalidArgumentError, match="patience"):
+        MLPOptions(patience=0)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # The protocol
 # ---------------------------------------------------------------------------------------------------------------------
+def _splits(train, val, test) -> EmbeddingSplits:
+    return EmbeddingSplits(*train, *val, *test)
+
+
 def test_protocol_ridge_beats_raw_and_isp_defeats_ridge(splits):
-    (ztr, itr), (zv, iv), (zt, it) = splits
-    kw = dict(fars=(1e-1, 1e-2, 1e-6), select_far=1e-2, n_boot=100, seed=0, ridge_lambdas=(1e-2, 1.0, 1e2))
-    raw = evaluate_verification(ztr, itr, zv, iv, zt, it, probe="raw", **kw)
-    ridge = evaluate_verification(ztr, itr, zv, iv, zt, it, probe="ridge", k=8, **kw)
+    s = _splits(*splits)
+    kw = dict(seed=0, ridge_lambdas=(1e-2, 1.0, 1e2))
+    base = dict(fars=(1e-1, 1e-2, 1e-6), select_far=1e-2, n_boot=100)
+    raw = evaluate_verification(s, probe="raw", protocol=VerificationProtocol(**base), **kw)
+    ridge = evaluate_verification(s, probe="ridge", protocol=VerificationProtocol(k=8, **base), **kw)
     assert isinstance(raw.probe, RawProbe) and raw.selection.empty
     assert ridge.tar(1e-2) > raw.tar(1e-2) + 0.15  # the probe finds the identity subspace under the nuisance
     assert math.isnan(ridge.tar(1e-6))
     assert not bool(ridge.table.loc[ridge.table["far"] == 1e-6, "resolvable"].iloc[0])
-    proj = IdentitySanitizer(rank=R0).update(ztr, itr).projector  # ISP-W: fitted on the probe-fit identities
-    isp = evaluate_verification(proj(ztr), itr, proj(zv), iv, proj(zt), it, probe="ridge", k=8, **kw)
+    proj = IdentitySanitizer(rank=R0).update(s.train_emb, s.train_id).projector  # ISP-W: fitted on probe-fit ids
+    isp = evaluate_verification(s.map(proj), probe="ridge", protocol=VerificationProtocol(k=8, **base), **kw)
     assert isp.tar(1e-2) < 0.5 * ridge.tar(1e-2)
     cols = {"probe", "k", "k_mode", "probe_shots", "enrol_shots", "far", "threshold", "tar", "tar_low", "tar_high",
             "realised_far", "resolvable", "smallest_resolvable_far", "n_genuine", "n_impostor", "n_impostor_calibration"}
@@ -274,52 +283,59 @@ def test_protocol_ridge_beats_raw_and_isp_defeats_ridge(splits):
 
 def test_protocol_thresholds_do_not_depend_on_test(splits):
     (ztr, itr), (zv, iv), (zt, it) = splits
-    kw = dict(probe="ridge", k=8, fars=(1e-1, 1e-2), n_boot=0, ridge_lambdas=(1.0, 10.0), select_far=1e-2)
-    a = evaluate_verification(ztr, itr, zv, iv, zt, it, **kw)
+    kw = dict(probe="ridge", ridge_lambdas=(1.0, 10.0),
+              protocol=VerificationProtocol(k=8, fars=(1e-1, 1e-2), n_boot=0, select_far=1e-2))
+    a = evaluate_verification(EmbeddingSplits(ztr, itr, zv, iv, zt, it), **kw)
     z2, i2 = clusters(20, 10, seed=9, offset=3000)
-    b = evaluate_verification(ztr, itr, zv, iv, z2, i2, **kw)
+    b = evaluate_verification(EmbeddingSplits(ztr, itr, zv, iv, z2, i2), **kw)
     assert list(a.table["threshold"]) == list(b.table["threshold"])
     assert a.probe.lam == b.probe.lam
-    again = evaluate_verification(ztr, itr, zv, iv, zt, it, **kw)
+    again = evaluate_verification(EmbeddingSplits(ztr, itr, zv, iv, zt, it), **kw)
     assert a.table.equals(again.table)
 
 
 def test_protocol_both_readings_of_k(splits):
-    (ztr, itr), (zv, iv), (zt, it) = splits
-    kw = dict(probe="ridge", ridge_lambdas=(1.0,), fars=(1e-1, 1e-2), select_far=1e-2, n_boot=0)
-    probe_k = evaluate_verification(ztr, itr, zv, iv, zt, it, k=4, k_mode="probe-shots", **kw)
-    enrol_k = evaluate_verification(ztr, itr, zv, iv, zt, it, k=4, k_mode="enrol-shots", **kw)
+    s = _splits(*splits)
+    base = dict(fars=(1e-1, 1e-2), select_far=1e-2, n_boot=0)
+    kw = dict(probe="ridge", ridge_lambdas=(1.0,))
+    probe_k = evaluate_verification(s, protocol=VerificationProtocol(k=4, k_mode="probe-shots", **base), **kw)
+    enrol_k = evaluate_verification(s, protocol=VerificationProtocol(k=4, k_mode="enrol-shots", **base), **kw)
     assert probe_k.table["enrol_shots"].iloc[0] == 1 and probe_k.table["probe_shots"].iloc[0] == 4
     assert enrol_k.table["enrol_shots"].iloc[0] == 4 and enrol_k.table["probe_shots"].iloc[0] == 10
     assert enrol_k.table["n_genuine"].iloc[0] == 30 * 6  # one template vs the 6 remaining images per identity
     assert probe_k.table["n_genuine"].iloc[0] == 30 * 45  # all same-identity image pairs
     assert enrol_k.tar(1e-1) > probe_k.tar(1e-1)  # averaged templates verify better
     with pytest.raises(InsufficientDataError, match="k=11"):
-        evaluate_verification(ztr, itr, zv, iv, zt, it, k=11, **kw)
-    raw = evaluate_verification(ztr, itr, zv, iv, zt, it, probe="raw", k=11, fars=(1e-1,), n_boot=0)
+        evaluate_verification(s, protocol=VerificationProtocol(k=11, **base), **kw)
+    raw = evaluate_verification(s, probe="raw", protocol=VerificationProtocol(k=11, fars=(1e-1,), n_boot=0))
     assert raw.table["probe_shots"].iloc[0] == 0  # the raw baseline fits nothing, so k probe shots are not needed
     with pytest.raises(InsufficientDataError, match="enrol_shots=10"):
-        evaluate_verification(ztr, itr, zv, iv, zt, it, k=10, k_mode="enrol-shots", **kw)
+        evaluate_verification(s, protocol=VerificationProtocol(k=10, k_mode="enrol-shots", **base), **kw)
 
 
 def test_protocol_bad_inputs(splits):
     (ztr, itr), (zv, iv), (zt, it) = splits
+    no_boot = VerificationProtocol(n_boot=0)
     with pytest.raises(InvalidArgumentError, match="disjoint"):
-        evaluate_verification(ztr, itr, zv, iv, zv, iv, n_boot=0)
+        evaluate_verification(EmbeddingSplits(ztr, itr, zv, iv, zv, iv), protocol=no_boot)
     with pytest.raises(UnknownNameError, match="probe"):
-        evaluate_verification(ztr, itr, zv, iv, zt, it, probe="svm")  # type: ignore[arg-type]
+        evaluate_verification(_splits(*splits), probe="svm")  # type: ignore[arg-type]
     with pytest.raises(UnknownNameError, match="k_mode"):
-        evaluate_verification(ztr, itr, zv, iv, zt, it, k_mode="both")  # type: ignore[arg-type]
+        VerificationProtocol(k_mode="both")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="splits must be an EmbeddingSplits"):
+        evaluate_verification((ztr, itr, zv, iv, zt, it))  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="protocol must be"):
+        evaluate_verification(_splits(*splits), protocol={"k": 2})  # type: ignore[arg-type]
     with pytest.raises(ShapeError):
-        evaluate_verification(ztr, itr, torch.nn.functional.normalize(zv[:, :10], dim=1), iv, zt, it)
+        evaluate_verification(EmbeddingSplits(ztr, itr, torch.nn.functional.normalize(zv[:, :10], dim=1), iv, zt, it))
     bad = zt.clone()
     bad[0, 0] = math.nan
     with pytest.raises(InvalidArgumentError, match="NaN"):
-        evaluate_verification(ztr, itr, zv, iv, bad, it)
+        evaluate_verification(EmbeddingSplits(ztr, itr, zv, iv, bad, it))
     from privkit.errors import NotUnitNormError
 
     with pytest.raises(NotUnitNormError):
-        evaluate_verification(ztr * 3, itr, zv, iv, zt, it)
+        evaluate_verification(EmbeddingSplits(ztr * 3, itr, zv, iv, zt, it))
     with pytest.raises(InvalidArgumentError):
         pairwise_tar_at_far(zt, it, fars=(1.5,))
 

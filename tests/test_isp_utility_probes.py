@@ -121,6 +121,7 @@ def views() -> torch.Tensor:
     return imagenet_photo_views(2, size=224, seed=0)
 
 
+@pytest.mark.slow
 def test_imagenet_retention_none_and_rank0_are_exact(effnet, views):
     r = imagenet_top1_retention(effnet, views, None)
     assert r["top1_agreement"] == 1.0 and r["topk_overlap"] == 1.0 and r["n"] == views.shape[0]
@@ -135,6 +136,7 @@ def test_imagenet_retention_none_and_rank0_are_exact(effnet, views):
                                                      rel=1e-4)
 
 
+@pytest.mark.slow
 def test_imagenet_retention_destructive_transform_drops(effnet, views):
     const = torch.nn.functional.normalize(torch.ones(1280), dim=0)
     r = imagenet_top1_retention(effnet, views, lambda z: const.expand_as(z).clone(), top_k=3)
@@ -171,6 +173,7 @@ def test_imagenet_retention_bad_inputs(effnet, views):
         imagenet_top1_retention(effnet, views[:1], lambda z: z * float("nan"))
 
 
+@pytest.mark.slow
 def test_imagenet_retention_from_precomputed_pooled_features(effnet, views):
     q, _ = torch.linalg.qr(torch.randn(1280, 64, generator=torch.Generator().manual_seed(1)))
     p = IdentityProjector(q)

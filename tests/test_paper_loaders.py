@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import pickle
 
 import numpy as np
 import pytest
@@ -12,20 +11,14 @@ import scipy.io
 import torch
 from PIL import Image
 
-from privkit.data.paper_loaders import (
-    default_max_images,
-    load_celeba,
-    load_cifar,
-    load_identity_folders,
-    load_ijb,
-    load_lfw,
-    load_movielens_100k,
-    load_mpii,
-    load_vggface2,
-    read_celeba_index,
-    read_lfw_pairs,
-    select_identities,
-)
+from privkit.data.paper.celeba import load_celeba, read_celeba_index
+from privkit.data.paper.common import default_max_images
+from privkit.data.paper.identity_folders import IdentitySelection, load_identity_folders, select_identities
+from privkit.data.paper.ijb import load_ijb
+from privkit.data.paper.lfw import load_lfw, read_lfw_pairs
+from privkit.data.paper.movielens import load_movielens_100k
+from privkit.data.paper.mpii import load_mpii
+from privkit.data.paper.vggface2 import load_vggface2
 from privkit.data.types import FaceSet, PoseSet
 from privkit.errors import InsufficientDataError, InvalidArgumentError, MissingResourceError, UnknownNameError
 
@@ -202,19 +195,25 @@ def test_celeba_split_and_selection(tmp_path):
     test = load_celeba(tmp_path, split="test", size=8)
     assert test.meta["files"] == ["000005.jpg", "000006.jpg", "000007.jpg", "000008.jpg"]
     assert set(test.meta["partition"]) == {2}
-    sel = load_celeba(tmp_path, min_images=3, n_identities=2, images_per_identity=3, size=8, seed=3)
+    three = IdentitySelection(min_images=3, n_identities=2, images_per_identity=3)
+    sel = load_celeba(tmp_path, selection=three, size=8, seed=3)
     assert len(sel) == 6 and sel.identity.bincount().tolist() == [3, 3]
     assert set(sel.meta["identity_names"]) == {"17", "2880"}
-    again = load_celeba(tmp_path, min_images=3, n_identities=2, images_per_identity=3, size=8, seed=3)
+    assert sel.meta["selection"] == {"min_images": 3, "n_identities": 2, "images_per_identity": 3}
+    again = load_celeba(tmp_path, selection=three, size=8, seed=3)
     assert again.meta["files"] == sel.meta["files"] and torch.equal(again.images, sel.images)
     one = load_celeba(tmp_path, indices=[7, 0], size=8)
     assert one.meta["files"] == ["000008.jpg", "000001.jpg"]
     with pytest.raises(InvalidArgumentError, match="indices"):
         load_celeba(tmp_path, indices=[0], split="test")
+    with pytest.raises(InvalidArgumentError, match="indices"):
+        load_celeba(tmp_path, indices=[0], selection=IdentitySelection(min_images=1))
+    with pytest.raises(InvalidArgumentError, match="IdentitySelection"):
+        load_celeba(tmp_path, selection={"min_images": 3})
     with pytest.raises(InvalidArgumentError, match="max_images"):
         load_celeba(tmp_path, size=8, max_images=3)
     with pytest.raises(InsufficientDataError):
-        load_celeba(tmp_path, min_images=5, size=8)
+        load_celeba(tmp_path, selection=IdentitySelection(min_images=5), size=8)
 
 
 def test_celeba_in_the_wild_box_crop(tmp_path):
@@ -303,7 +302,7 @@ def test_load_vggface2(tmp_path):
     boxed = load_vggface2(tmp_path, size=16, crop="box", margin=0.0)
     centre = boxed.images[:, :, 4:12, 4:12]
     assert (centre - torch.tensor(RED).view(1, 3, 1, 1) / 255).abs().max() < 0.08
-    sel = load_vggface2(tmp_path, size=8, min_images=3, images_per_identity=3, seed=0)
+    sel = load_vggface2(tmp_path, size=8, selection=IdentitySelection(min_images=3, images_per_identity=3), seed=0)
     assert sel.identity.bincount().tolist() == [3, 3]
     assert sel.meta["identity_names"] == ["n000001", "n000009"]
 
@@ -536,93 +535,6 @@ def test_mpii_missing_and_malformed(tmp_path):
     scipy.io.savemat(tmp_path / "mpii" / "annot" / "gt_valid.mat", {"headboxes_src": np.zeros((2, 2, 5))})
     with pytest.raises(InvalidArgumentError, match="5 boxes"):
         load_mpii(tmp_path, head_boxes="mat")
-
-
-# ------------------------------------------------------------------------------------------------------ CIFAR
-def _batch(n, offset, label_key="labels", n_classes=10, coarse=False):
-    rng = np.random.default_rng(offset)
-    data = rng.integers(0, 256, size=(n, 3072), dtype=np.uint8)
-    d = {b"batch_label": b"testing batch", label_key.encode(): [int((offset + i) % n_classes) for i in range(n)],
-         b"data": data, b"filenames": [f"img_{offset + i}.png".encode() for i in range(n)]}
-    if coarse:
-        d[b"coarse_labels"] = [int((offset + i) % 20) for i in range(n)]
-    return d
-
-
-def _pickle(path, obj, protocol=2):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("wb") as fh:
-        pickle.dump(obj, fh, protocol=protocol)
-
-
-def _write_cifar10(root):
-    base = root / "cifar-10-batches-py"
-    batches = {f"data_batch_{i}": _batch(3, 10 * i) for i in range(1, 6)}
-    batches["test_batch"] = _batch(4, 99)
-    for name, b in batches.items():
-        _pickle(base / name, b)
-    names = [b"airplane", b"automobile", b"bird", b"cat", b"deer", b"dog", b"frog", b"horse", b"ship", b"truck"]
-    _pickle(base / "batches.meta", {b"num_cases_per_batch": 3, b"label_names": names, b"num_vis": 3072})
-    return batches
-
-
-def test_load_cifar10(tmp_path):
-    batches = _write_cifar10(tmp_path)
-    test = load_cifar(tmp_path)
-    assert test.images.shape == (4, 3, 32, 32) and test.images.dtype == torch.float32
-    raw = batches["test_batch"][b"data"]
-    # channel-major planes: pixel (c, y, x) = data[c * 1024 + y * 32 + x]
-    for c, y, x in ((0, 0, 0), (1, 5, 7), (2, 31, 31)):
-        assert float(test.images[2, c, y, x]) == pytest.approx(raw[2, c * 1024 + y * 32 + x] / 255)
-    assert test.labels.tolist() == batches["test_batch"][b"labels"]
-    assert test.label_names[0] == "airplane" and len(test.label_names) == 10
-    train = load_cifar(tmp_path, split="train")
-    assert len(train) == 15
-    assert torch.equal(train.labels[:3], torch.tensor(batches["data_batch_1"][b"labels"]))
-    sub = load_cifar(tmp_path, split="train", n_samples=5, seed=2)
-    sub2 = load_cifar(tmp_path, split="train", n_samples=5, seed=2)
-    assert len(sub) == 5 and sub.meta["rows"] == sub2.meta["rows"] == sorted(sub.meta["rows"])
-    assert torch.equal(sub.images, train.images[sub.meta["rows"]])
-    with pytest.raises(InvalidArgumentError, match="max_images"):
-        load_cifar(tmp_path, split="train", max_images=10)
-
-
-def test_load_cifar100_protocol3(tmp_path):
-    base = tmp_path / "cifar-100-python"
-    _pickle(base / "test", _batch(5, 3, label_key="fine_labels", n_classes=100, coarse=True), protocol=3)
-    _pickle(base / "train", _batch(2, 7, label_key="fine_labels", n_classes=100, coarse=True), protocol=3)
-    _pickle(base / "meta", {b"fine_label_names": [f"c{i}".encode() for i in range(100)],
-                            b"coarse_label_names": [f"s{i}".encode() for i in range(20)]}, protocol=3)
-    c = load_cifar(tmp_path, dataset="cifar100")
-    assert len(c) == 5 and c.labels.tolist() == [3, 4, 5, 6, 7] and c.coarse_labels.tolist() == [3, 4, 5, 6, 7]
-    assert c.label_names[99] == "c99" and c.coarse_label_names[0] == "s0"
-
-
-class _Evil:
-    def __init__(self, target):
-        self.target = target
-
-    def __reduce__(self):
-        import os
-
-        return (os.mkdir, (self.target,))
-
-
-def test_cifar_refuses_code_execution(tmp_path):
-    _write_cifar10(tmp_path)
-    target = tmp_path / "pwned"
-    _pickle(tmp_path / "cifar-10-batches-py" / "test_batch", {b"data": _Evil(str(target)), b"labels": []})
-    with pytest.raises(InvalidArgumentError, match="not allowed"):
-        load_cifar(tmp_path)
-    assert not target.exists()
-    _pickle(tmp_path / "cifar-10-batches-py" / "test_batch", {b"data": np.zeros((2, 5), np.uint8), b"labels": [0, 1]})
-    with pytest.raises(InvalidArgumentError, match="3072"):
-        load_cifar(tmp_path)
-
-
-def test_cifar_missing(tmp_path):
-    with pytest.raises(MissingResourceError, match="cs.toronto.edu"):
-        load_cifar(tmp_path, dataset="cifar100")
 
 
 # -------------------------------------------------------------------------------------------------- MovieLens

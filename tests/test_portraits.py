@@ -26,7 +26,10 @@ from privkit.errors import (
     PrivkitError,
     UnknownNameError,
 )
-from privkit.scoreshield import auc
+from privkit.metrics import auc
+
+pytestmark = pytest.mark.slow  # a module-wide fixture takes seconds to build
+
 
 SIZE = 64
 VIEWS = dict(n_identities=8, images_per_identity=12, size=SIZE, device="cpu")

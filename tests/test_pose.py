@@ -45,6 +45,7 @@ def _saturation(rgb: torch.Tensor, dim: int) -> torch.Tensor:
 
 
 # ------------------------------------------------------------------ shapes and ranges
+@pytest.mark.slow
 @pytest.mark.parametrize("split", ["private", "public"])
 def test_shapes_dtypes_and_ranges(split: str, private: PoseSet, public: PoseSet) -> None:
     ds = private if split == "private" else public

@@ -134,6 +134,7 @@ def test_cuda_matches_cpu(astronaut):
     torch.testing.assert_close(gpu.keypoints, cpu.keypoints, atol=1.0, rtol=0)
 
 
+@pytest.mark.slow
 @needs
 def test_zero_shot_pckh_on_synthpose_matches_the_readme():
     """The README quotes zero-shot PCKh@0.5 of the pose models on 100 synthpose figures at 128 px."""

@@ -33,6 +33,7 @@ def test_rdp_round_trip():
     assert epsilon_spent(noise_multiplier=sigma * 0.98, sample_rate=0.01, steps=1000, delta=1e-5) > 2.0
 
 
+@pytest.mark.slow
 def test_prv_round_trip():
     kw = dict(delta=1e-5, sample_rate=0.05, steps=100)
     sigma = noise_multiplier_for(target_epsilon=3.0, accountant="prv", epsilon_tolerance=0.05, **kw)
@@ -68,6 +69,7 @@ def test_heterogeneous_history():
     assert epsilon_spent(noise_multiplier=1.0, sample_rate=0.1, steps=0, delta=delta) == 0.0
 
 
+@pytest.mark.slow
 def test_heterogeneous_history_prv():
     delta = 1e-5
     mixed = epsilon_from_history([(1.0, 0.01, 500), (2.0, 0.02, 300)], delta=delta, accountant="prv")

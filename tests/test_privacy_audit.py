@@ -13,13 +13,13 @@ from privkit.privacy import (
     AuditResult,
     audit,
     batch_mechanism,
-    clopper_pearson_upper,
     epsilon_lower_bound,
     gaussian_sigma,
     laplace_scale,
     sample_gaussian,
     sample_laplace,
 )
+from privkit.metrics import clopper_pearson_upper
 
 F64 = torch.float64
 ZERO, ONE = torch.tensor(0.0, dtype=F64), torch.tensor(1.0, dtype=F64)
@@ -100,6 +100,7 @@ D1 = D0.clone()
 D1[3] = 1.0  # one coordinate differs: L2 sensitivity 1
 
 
+@pytest.mark.slow
 def test_vector_gaussian_calibrated_passes_and_half_noise_is_caught():
     sigma = gaussian_sigma(EPS, DELTA)
     ok = audit(gaussian_mechanism(sigma), D0, D1, n_samples=200_000, delta=DELTA, claimed_epsilon=EPS, seed=1,
@@ -143,6 +144,7 @@ def test_callable_statistic():
 
 
 # ---------------------------------------------------------------- validity
+@pytest.mark.slow
 def test_data_independent_mechanism_audits_at_zero():
     # A mechanism that ignores its input is 0-DP: a valid 95% lower bound is 0 in >= 95% of runs.
     def mechanism(data, n, generator):

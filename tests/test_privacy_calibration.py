@@ -7,11 +7,13 @@ import math
 
 import mpmath
 import pytest
+from dp_accounting import GaussianDpEvent
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from privkit.errors import InvalidArgumentError, PrivkitError, UnknownNameError
 from privkit.privacy import (
+    Neighbouring,
     PrivacyGuarantee,
     analytic_gaussian_delta,
     analytic_gaussian_epsilon,
@@ -133,6 +135,7 @@ eps_st = st.floats(min_value=1e-3, max_value=500.0)
 delta_st = st.floats(min_value=1e-15, max_value=0.5)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, derandomize=True, database=None)
 @given(eps=eps_st, dlt=delta_st, factor=st.floats(min_value=1.01, max_value=10.0))
 def test_sigma_decreases_in_epsilon_and_delta(eps, dlt, factor):
@@ -203,21 +206,30 @@ def test_other_functions_reject_bad_input():
 
 # ---------------------------------------------------------------- PrivacyGuarantee
 def _g(**kw) -> PrivacyGuarantee:
-    base = dict(epsilon=1.0, delta=1e-5, neighbouring="record replacement", protects="one face embedding",
-                mechanism="Gaussian mechanism")
+    base = dict(epsilon=1.0, delta=1e-5,
+                neighbours=Neighbouring(relation="replace-one", unit="one face embedding", bound=2.0, norm="l2"),
+                protects="one face embedding", event=GaussianDpEvent(3.0))
     base.update(kw)
     return PrivacyGuarantee(**base)
 
 
 def test_guarantee_string_and_dict():
     g = _g(requested_epsilon=1.0, requested_delta=1e-5)
+    assert g.neighbours.relation == "replace-one" and g.neighbours.scale == 1.0
+    assert isinstance(g.event, GaussianDpEvent) and g.event.noise_multiplier == 3.0
     s = str(g)
-    assert s.startswith("(ε=1.00, δ=1e-05)-DP [Gaussian mechanism] neighbouring: record replacement; "
+    # the rendered prose still states ε, δ, the mechanism, the relation and what is protected
+    assert s.startswith("(ε=1.00, δ=1e-05)-DP [Gaussian mechanism (noise multiplier 3, σ = 3)] neighbouring: "
+                        "replace-one (substitution): one face embedding replaced by another (ℓ2 sensitivity 2); "
                         "protects: one face embedding")
     assert "WARNING" not in s and g.meets_request
     d = g.to_dict()
     assert d["epsilon"] == 1.0 and d["delta"] == 1e-5 and d["meets_request"] is True and d["notes"] == []
-    assert "record replacement" in g._repr_markdown_() and "Gaussian mechanism" in g._repr_html_()
+    assert d["neighbours"] == {"relation": "replace-one", "unit": "one face embedding", "bound": 2.0, "norm": "l2",
+                               "detail": ""}
+    assert d["event"] == {"type": "GaussianDpEvent", "noise_multiplier": 3.0}
+    assert d["neighbouring"] == g.neighbouring and d["mechanism"] == g.mechanism
+    assert "replace-one" in g._repr_markdown_() and "Gaussian mechanism" in g._repr_html_()
 
 
 def test_guarantee_warns_when_request_not_met():
@@ -247,17 +259,18 @@ def test_guarantee_infinite_epsilon_means_no_guarantee():
 
 
 def test_guarantee_is_frozen_and_normalises_notes():
-    g = _g(notes=["a", "b"])
-    assert g.notes == ("a", "b")
+    g = _g(notes=["a", "b"], processing=["c"])
+    assert g.notes == ("a", "b") and g.processing == ("c",)
     with pytest.raises(AttributeError):
         g.epsilon = 2.0  # type: ignore[misc]
 
 
 @pytest.mark.parametrize("kw,argname", [
     (dict(epsilon=0.0), "epsilon"), (dict(epsilon=-1.0), "epsilon"), (dict(epsilon=math.nan), "epsilon"),
-    (dict(delta=-0.1), "delta"), (dict(delta=1.5), "delta"), (dict(neighbouring=""), "neighbouring"),
-    (dict(protects=3), "protects"), (dict(requested_epsilon=0.0), "requested_epsilon"),
-    (dict(requested_delta=1.0), "requested_delta"), (dict(notes=(1,)), "notes"),
+    (dict(delta=-0.1), "delta"), (dict(delta=1.5), "delta"), (dict(neighbours="record replacement"), "neighbours"),
+    (dict(protects=3), "protects"), (dict(protects=""), "protects"), (dict(requested_epsilon=0.0), "requested_epsilon"),
+    (dict(requested_delta=1.0), "requested_delta"), (dict(notes=(1,)), "notes"), (dict(processing=(1,)), "processing"),
+    (dict(event="Gaussian mechanism"), "event"), (dict(accountant="moments"), "accountant"),
 ])
 def test_guarantee_validation(kw, argname):
     with pytest.raises(PrivkitError, match=argname):

@@ -12,6 +12,9 @@ import pytest
 from privkit import UnknownNameError
 from privkit.reproduce import main, prepare, reproduce, run_paper
 
+pytestmark = pytest.mark.slow  # a module-wide fixture takes seconds to build
+
+
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,7 +9,8 @@ import torch
 
 from privkit.errors import InsufficientDataError, InvalidArgumentError, NotUnitNormError
 from privkit.studies.scoreshield import experiments as X
-from privkit.scoreshield import auc, synthetic_score_families
+from privkit.metrics import auc
+from privkit.scoreshield import synthetic_score_families
 
 
 def clusters(k=4, per=10, d=16, spread=0.2, seed=0):
@@ -133,6 +134,7 @@ def test_solver_comparison_newton_is_nearest():
     assert (df[df.method.isin(["aap", "clip"])].excess_distance_rel > 1e-6).all()
 
 
+@pytest.mark.slow
 def test_audits_pass_correct_and_catch_broken_releases():
     assert X.audit_score_release(epsilon=1.0, delta=1e-5, n_samples=100_000, seed=0).passed
     assert X.audit_score_release(epsilon=1.0, delta=1e-5, sensitivity=1.0, n_samples=100_000, seed=0).passed
@@ -168,7 +170,7 @@ def test_lfw_protocol_pairs_and_dp_verification_use_the_protocols_folds():
     P = X.lfw_protocol_pairs(pairs, same[pick], fold, e, y)
     assert torch.equal(P["fold"], fold) and P["label"].sum() == gen.numel()
     assert torch.allclose(P["score"], (e[pairs[:, 0]] * e[pairs[:, 1]]).sum(1))
-    ver = X.dp_verification(P, epsilons=[0.5], delta=1e-5, fars=(0.1,), seed=0)
+    ver = X.dp_verification(P, epsilons=[0.5], delta=1e-5, fars=(0.2,), seed=0)  # 90 impostors resolve 10/90
     clean = ver[ver.epsilon == "clean"].iloc[0]
     assert clean.accuracy == pytest.approx(100 * X.cv_accuracy(P["score"], P["label"], fold=fold))
     assert clean.accuracy > 90 and ver[ver.epsilon == "0.5"].accuracy.iloc[0] < clean.accuracy
@@ -241,19 +243,19 @@ def test_dp_verification_with_an_impostor_set_resolves_smaller_fars():
     p = X.verification_pairs(e, y)
     g = torch.Generator().manual_seed(3)
     many = torch.nn.functional.normalize(torch.randn(200, 16, generator=g, dtype=torch.float64), dim=1)
-    imps = X.impostor_pairs(many)  # 19,900 pairs: FAR 1e-4 is resolvable, 1e-5 is not
+    imps = X.impostor_pairs(many)  # 19,900 pairs: FAR 1e-3 is resolvable (10/N = 5e-4), 1e-4 is not
     n = len(imps["score"])
-    df = X.dp_verification(p, epsilons=[1000.0], delta=1e-4, fars=(1e-2, 1e-4), seed=0, impostors=imps)
+    df = X.dp_verification(p, epsilons=[1000.0], delta=1e-4, fars=(1e-2, 1e-3), seed=0, impostors=imps)
     clean = df.set_index("epsilon").loc["clean"]
-    assert clean.n_far_impostors == n and clean.smallest_resolvable_far == pytest.approx(1 / n)
+    assert clean.n_far_impostors == n and clean.smallest_resolvable_far == pytest.approx(10 / n)
     # the clean threshold leaves at most ⌊αN⌋ of the impostor set's scores above it
-    assert clean["far@0.0001 fixed"] <= 1e-4 and clean["far@0.01 recal"] == pytest.approx(0.01, abs=1 / n)
+    assert clean["far@0.001 fixed"] <= 1e-3 and clean["far@0.01 recal"] == pytest.approx(0.01, abs=1 / n)
     assert "own_far@0.01 recal" in df.columns and 0.0 <= clean["own_far@0.01 recal"] <= 1.0
     # accuracy and AUC stay on the pair set's own pairs
-    plain = X.dp_verification(p, epsilons=[1000.0], delta=1e-4, fars=(1e-2,), seed=0)
+    plain = X.dp_verification(p, epsilons=[1000.0], delta=1e-4, fars=(5e-2,), seed=0)  # 375 own impostor pairs
     assert clean.accuracy == pytest.approx(plain.set_index("epsilon").loc["clean", "accuracy"])
     assert clean.auc == pytest.approx(plain.set_index("epsilon").loc["clean", "auc"])
     with pytest.raises(InsufficientDataError, match="resolve"):
-        X.dp_verification(p, epsilons=[1000.0], delta=1e-4, fars=(1e-5,), impostors=imps)
+        X.dp_verification(p, epsilons=[1000.0], delta=1e-4, fars=(1e-4,), impostors=imps)
     with pytest.raises(InvalidArgumentError):
         X.dp_verification(p, epsilons=[1000.0], delta=1e-4, fars=(0.0,), impostors=imps)

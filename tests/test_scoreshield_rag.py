@@ -154,10 +154,13 @@ def test_private_retrieve_uses_the_dp_score_release_and_its_guarantee():
     assert torch.equal(pr.release.scores, ref.scores)
     assert torch.equal(pr.indices, retrieve(ref.scores, tau=0.25, k=5))
     # the guarantee is the release's: same (eps, delta), relation, what it protects, mechanism ...
-    for f in ("epsilon", "delta", "neighbouring", "protects", "mechanism", "requested_epsilon", "requested_delta"):
+    for f in ("epsilon", "delta", "neighbours", "neighbouring", "protects", "event", "mechanism", "accountant",
+              "requested_epsilon", "requested_delta"):
         assert getattr(pr.guarantee, f) == getattr(ref.guarantee, f), f
-    assert pr.guarantee.neighbouring.startswith(SCORE_NEIGHBOURING) and pr.guarantee.protects == SCORE_PROTECTS
-    assert "each query row separately" in pr.guarantee.neighbouring
+    nb = pr.guarantee.neighbours
+    assert (nb.relation, nb.unit, nb.bound) == (SCORE_NEIGHBOURING.relation, SCORE_NEIGHBOURING.unit, 2.0)
+    assert pr.guarantee.protects == SCORE_PROTECTS
+    assert "each query row separately" in nb.detail
     # ... with the paper's sigma at Delta = 2, the delta that truly holds, and what it does not cover
     assert pr.release.sigma == pytest.approx(2.0 * math.sqrt(2.0 * math.log(2.0 / 1e-4)) / 20.0, rel=1e-12)
     assert pr.release.sensitivity == 2.0

@@ -14,9 +14,6 @@ from privkit.privacy import make_generator, sample_gaussian
 from privkit.scoreshield import (
     SCORE_FAMILIES,
     acceptance_rate,
-    auc,
-    bootstrap_ci,
-    eer,
     flip_probability,
     flip_probability_bound,
     flip_probability_mc,
@@ -25,10 +22,10 @@ from privkit.scoreshield import (
     gaussian_offset,
     recalibrate_threshold,
     recalibration_offset,
-    roc_curve,
     roc_shift_bound,
     synthetic_score_families,
 )
+from privkit.metrics import auc, bootstrap_ci, eer, roc_curve
 
 
 def privatise(s: torch.Tensor, sigma: float, seed: int) -> torch.Tensor:
@@ -75,6 +72,7 @@ def test_flip_probability_errors():
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_fmr_private_matches_simulation_and_is_decreasing(gaussian_impostors):
     S = gaussian_impostors
     sigma = 0.15

@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from dp_accounting import GaussianDpEvent, SelfComposedDpEvent
 
 from privkit.errors import InvalidArgumentError, NotUnitNormError, ShapeError, UnknownNameError
 from privkit.privacy import analytic_gaussian_delta, audit, gaussian_sigma, make_generator
@@ -48,10 +49,41 @@ def test_scoreshield_sigma_is_the_papers_and_guarantee_is_honest():
     assert not gt.meets_request
     assert any("NOT met" in n for n in gt.notes)
     assert "NOT met" in str(gt)
-    assert gt.neighbouring == SCORE_NEIGHBOURING and gt.protects == SCORE_PROTECTS
+    assert gt.neighbours == SCORE_NEIGHBOURING and gt.protects == SCORE_PROTECTS
+    assert gt.neighbours.relation == "replace-one" and gt.neighbours.bound == 2.0 and gt.neighbours.norm == "l2"
+    # one query: a Gaussian event, noise multiplier σ relative to the per-record bound Δ/2 = 1
+    assert isinstance(gt.event, GaussianDpEvent) and gt.event.noise_multiplier == pytest.approx(r.sigma / 1.0)
+    assert gt.accountant == "analytic-gaussian"
+    # the rendered prose still states ε, δ, the relation and the mechanism
+    assert "ε=20.00" in str(gt) and "δ=0.00863" in str(gt) and "replace-one" in gt.neighbouring
+    assert "Gaussian mechanism" in gt.mechanism and "scoreshield calibration" in gt.mechanism
     # at the paper's eps >= 70 there is no guarantee left at all
     r70 = release_scores(E[0], E, epsilon=70.0, delta=1e-4, generator=make_generator(0))
     assert r70.guarantee.delta > 0.9
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["one", "joint", "per_query", "gram_record", "gram_adjacency"])
+def test_release_events_reproduce_the_stated_delta(case):
+    """Handed to dp_accounting's PLD accountant under the relation's NeighboringRelation, the event gives the
+    exact analytic-Gaussian δ the guarantee states (same ε)."""
+    from dp_accounting.pld.pld_privacy_accountant import PLDAccountant
+
+    E, Q = unit(30, 6, seed=3), unit(4, 6, seed=4)
+    gen = make_generator(0)
+    rel = {
+        "one": lambda: release_scores(E[0], E, epsilon=20.0, delta=1e-4, generator=gen),
+        "joint": lambda: release_scores(Q, E, epsilon=2.0, delta=1e-5, calibration="analytic", generator=gen),
+        "per_query": lambda: release_scores(Q, E, epsilon=2.0, delta=1e-5, accounting="per_query", sensitivity=1.5,
+                                            generator=gen),
+        "gram_record": lambda: release_gram(E[:10], epsilon=1.0, delta=1e-5, generator=gen),
+        "gram_adjacency": lambda: release_gram(E[:10], epsilon=1.0, delta=1e-5, adjacency="gram", delta_g=2.0,
+                                               generator=gen),
+    }[case]()
+    g = rel.guarantee
+    acc = PLDAccountant(neighboring_relation=g.neighbours.accounting_relation(), value_discretization_interval=1e-4)
+    acc.compose(g.event)
+    assert acc.get_delta(g.epsilon) == pytest.approx(g.delta, rel=1e-6)
 
 
 def test_analytic_calibration_meets_the_request():
@@ -75,7 +107,13 @@ def test_multiple_queries_joint_and_per_query_accounting():
     rp = release_scores(Q, E, epsilon=2.0, delta=1e-5, calibration="analytic", generator=make_generator(1),
                         accounting="per_query")
     assert rp.sigma == pytest.approx(gaussian_sigma(2.0, 1e-5, sensitivity=2.0), rel=1e-12)
+    assert "each query row separately" in rp.guarantee.neighbours.detail
     assert "each query row separately" in rp.guarantee.neighbouring
+    # per query: one Gaussian event per row; joint: the m = 4 rows are a 4-fold composition
+    assert isinstance(rp.guarantee.event, GaussianDpEvent)
+    assert rp.guarantee.event.noise_multiplier == pytest.approx(rp.sigma)
+    assert isinstance(rj.guarantee.event, SelfComposedDpEvent) and rj.guarantee.event.count == 4
+    assert rj.guarantee.event.event.noise_multiplier == pytest.approx(rj.sigma) and rj.guarantee.neighbours.detail == ""
     joint = analytic_gaussian_delta(2.0, rp.sigma, sensitivity=4.0)
     assert any(f"{joint:.3g}" in n for n in rp.guarantee.notes)
 
@@ -190,13 +228,20 @@ def test_gram_record_adjacency_guarantee_and_labels():
     r = release_gram(E, epsilon=1.0, delta=1e-5, generator=make_generator(0))
     assert r.sensitivity == pytest.approx(2 * math.sqrt(18))
     assert r.sigma == pytest.approx(r.sensitivity * math.sqrt(2 * math.log(2 / 1e-5)) / 1.0, rel=1e-12)
-    assert r.guarantee.neighbouring.startswith("record-level replacement")
+    assert r.guarantee.neighbours.relation == "replace-one" and r.guarantee.neighbours.norm == "frobenius"
+    assert r.guarantee.neighbours.bound == pytest.approx(r.sensitivity)
+    assert r.guarantee.event.noise_multiplier == pytest.approx(r.sigma / (r.sensitivity / 2))
+    assert r.guarantee.neighbouring.startswith("replace-one")
     assert r.guarantee.meets_request  # scoreshield's rule at eps = 1 still holds (true delta smaller)
     small = release_gram(E, epsilon=1.0, delta=1e-5, adjacency="gram", delta_g=2.0, generator=make_generator(0))
-    assert "NOT record-level privacy unless" in small.guarantee.neighbouring
-    assert "8.485" in small.guarantee.neighbouring and small.sensitivity == 2.0
+    assert small.guarantee.neighbours.relation == "bounded-change" and small.guarantee.neighbours.bound == 2.0
+    assert small.guarantee.neighbours.norm == "frobenius" and small.sensitivity == 2.0
+    assert small.guarantee.event.noise_multiplier == pytest.approx(small.sigma / 2.0)
+    assert "NOT record-level privacy unless" in small.guarantee.neighbours.detail
+    assert "8.485" in small.guarantee.neighbouring
     big = release_gram(E, epsilon=1.0, delta=1e-5, adjacency="gram", delta_g=10.0, generator=make_generator(0))
-    assert "also covers record-level" in big.guarantee.neighbouring
+    assert big.guarantee.neighbours.relation == "bounded-change"
+    assert "also covers record-level" in big.guarantee.neighbours.detail
     assert big.guarantee.protects == "each record's embedding"
 
 
@@ -332,11 +377,13 @@ def gram_mechanism(delta_g: float | None):
     return mechanism
 
 
+@pytest.mark.slow
 def test_audit_gram_release_is_below_its_claim():
     res = audit(gram_mechanism(None), E0, E1, n_samples=200_000, delta=DELTA, seed=0, claimed_epsilon=EPS)
     assert res.passed and res.epsilon_lower > 0.3
 
 
+@pytest.mark.slow
 def test_audit_catches_gram_adjacency_with_half_the_record_radius():
     # Gram adjacency with Δ_G = 2√(2(n−1))/2 claims (1, 1e-5) for Gram neighbours within Δ_G, which is NOT
     # record-level privacy: record neighbours lie 2√(2(n−1)) apart and the audit shows the claim fails for them.

@@ -1,10 +1,13 @@
-"""Tests of the ssl-small encoder, its committed weights and its training code."""
+"""Tests of the ssl-small encoder, its committed weights and its training tool (``tools/train_ssl_small.py``)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import shutil
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -20,30 +23,41 @@ from privkit.encoders.ssl_small import (
     sha256_file,
     standardize_images,
 )
-from privkit.encoders.ssl_train import (
-    PROBE_TEXTURES,
-    TRAIN_PHOTOS,
-    SSLAugmentConfig,
-    SSLData,
-    color_jitter,
-    crop_views,
-    digits_split,
-    gaussian_blur,
-    knn_accuracy,
-    load_photo,
-    load_ssl_data,
-    main,
-    make_views,
-    nt_xent_loss,
-    random_grayscale,
-    random_resized_boxes,
-    render_digits,
-    train_ssl_small,
-    _digits_arrays,
-    _random_colors,
-    _texture_probe_images,
-)
 from privkit.errors import InvalidArgumentError, MissingResourceError, ShapeError, UnknownNameError
+
+
+def _load_training_tool():
+    """The training tool lives outside the library, in ``tools/train_ssl_small.py``: import it from its file."""
+    path = Path(__file__).resolve().parent.parent / "tools" / "train_ssl_small.py"
+    spec = importlib.util.spec_from_file_location("train_ssl_small", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file executes
+    spec.loader.exec_module(module)
+    return module
+
+
+_tool = _load_training_tool()
+PROBE_TEXTURES = _tool.PROBE_TEXTURES
+TRAIN_PHOTOS = _tool.TRAIN_PHOTOS
+SSLAugmentConfig = _tool.SSLAugmentConfig
+SSLData = _tool.SSLData
+color_jitter = _tool.color_jitter
+crop_views = _tool.crop_views
+digits_split = _tool.digits_split
+gaussian_blur = _tool.gaussian_blur
+knn_accuracy = _tool.knn_accuracy
+load_photo = _tool.load_photo
+load_ssl_data = _tool.load_ssl_data
+main = _tool.main
+make_views = _tool.make_views
+nt_xent_loss = _tool.nt_xent_loss
+random_grayscale = _tool.random_grayscale
+random_resized_boxes = _tool.random_resized_boxes
+render_digits = _tool.render_digits
+train_ssl_small = _tool.train_ssl_small
+_digits_arrays = _tool._digits_arrays
+_random_colors = _tool._random_colors
+_texture_probe_images = _tool._texture_probe_images
 
 
 # Small training run used by the determinism / loss test.
@@ -83,7 +97,7 @@ def test_committed_weights_and_metadata():
     assert meta["sha256"] == sha256_file(SSL_SMALL_WEIGHTS)
     for key in ("command", "seed", "steps", "data", "loss", "privkit_version", "architecture", "probes"):
         assert key in meta, key
-    assert "python -m privkit.encoders.ssl_train" in meta["command"]
+    assert "python tools/train_ssl_small.py" in meta["command"]
     assert f"--steps {meta['steps']}" in meta["command"] and f"--seed {meta['seed']}" in meta["command"]
     assert meta["data"]["identity_labels_used"] is False
     assert meta["input_resolution"] == [64, 64]
@@ -142,6 +156,7 @@ def test_load_checks_integrity(tmp_path):
 # ---------------------------------------------------------------------------------------------------
 # probe: the trained encoder beats random initialisation on non-identity tasks
 # ---------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_trained_beats_random_init_on_knn_probes(encoder):
     """Coloured digits (held-out split) and held-out textures: the trained features are better than random ones."""
     rand = random_ssl_small(seed=0, device="cpu")
@@ -299,6 +314,7 @@ def test_build_is_seeded_and_leaves_global_rng_alone():
         SSLSmallConfig(widths=(16, 32, 64, 128, 250))
 
 
+@pytest.mark.slow
 def test_training_is_deterministic_and_lowers_the_loss(small_data):
     kw = dict(seed=0, steps=TRAIN_STEPS, batch_size=TRAIN_BATCH, lr=2e-3, data=small_data)
     r1 = train_ssl_small(**kw)
@@ -333,6 +349,7 @@ def test_train_validates_arguments(small_data):
         train_ssl_small(steps=1, out_path="weights.pt", data=small_data)
 
 
+@pytest.mark.slow
 def test_cli_writes_loadable_weights(tmp_path):
     out = tmp_path / "w.safetensors"
     threads = torch.get_num_threads()

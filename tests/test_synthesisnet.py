@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from dp_accounting import LaplaceDpEvent, NonPrivateDpEvent
 from scipy import linalg as sla
 from scipy import stats
 
@@ -42,6 +43,7 @@ from privkit.synthesisnet import (
     inception_score,
     load_inception,
     angle_after_noise,
+    metric_guarantee,
     noise_radius_mean,
     privatize_identity,
     reidentification_from_embeddings,
@@ -104,15 +106,35 @@ def test_noise_rows_are_independent():
     assert stats.ks_2samp(r, r1).pvalue > P_MIN
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("eps,clip,d", [(0.01, 10.0, 4), (0.1, 160.0, 16)])
+def test_metric_guarantee_event_gives_its_pure_epsilon(eps, clip, d):
+    """Fed to dp_accounting's PLD accountant, the Laplace event is pure-DP at exactly the stated ε (δ = 0 there,
+    δ > 0 just below): the only statement the guarantee makes for the ℓ2 mechanism."""
+    from dp_accounting.pld.pld_privacy_accountant import PLDAccountant
+
+    g = metric_guarantee(eps, clip, d)
+    acc = PLDAccountant(neighboring_relation=g.neighbours.accounting_relation(), value_discretization_interval=1e-4)
+    acc.compose(g.event)
+    assert g.delta == 0.0 and acc.get_delta(g.epsilon) <= 1e-12
+    assert acc.get_delta(0.99 * g.epsilon) > 1e-6
+
+
 def test_guarantee_states_metric_and_two_face_epsilon():
     d, eps, clip = 16, 0.1, default_clip_norm(16)
     assert clip == 160.0
     _, g = _noisy(torch.zeros(4, d), eps, clip, seed=0)
     assert g.epsilon == pytest.approx(eps * 2 * clip) and g.delta == 0.0
-    assert g.mechanism == "multivariate Laplace (metric DP)"
-    assert g.protects == "the identity latent"
-    assert g.neighbouring == "any two faces; ε scales with the Euclidean distance of their clipped identity latents"
+    # metric relation: ε per unit of ℓ2 distance, any two clipped latents at most 2 * clip apart
+    assert g.neighbours.relation == "metric" and g.neighbours.is_metric
+    assert g.neighbours.bound == 2 * clip and g.neighbours.norm == "l2"
+    assert g.epsilon_per_unit == pytest.approx(eps)
+    # the Laplace event at scale 1/ε per unit distance, relative to the bound: pure ε = 1/noise_multiplier
+    assert isinstance(g.event, LaplaceDpEvent) and g.event.noise_multiplier == pytest.approx(1 / (eps * 2 * clip))
+    assert g.accountant == "laplace" and g.protects == "the identity latent"
+    assert "metric" in g.neighbouring and "multivariate ℓ2 Laplace" in g.mechanism
     text = str(g)
+    assert "ε=0.10 per unit of distance" in text
     assert "ε = 0.1 per unit of Euclidean distance" in text and "(32, 0)-DP between any two faces" in text
     assert "Gamma(16, 1/ε)" in text
     # the documented scale choice: mean noise radius d/eps against the clip norm 10 d
@@ -463,6 +485,7 @@ def test_ablations():
     x = fs.images[:4]
     out, g = none.publish(x, epsilon=0.5, generator=make_generator(0))
     assert math.isinf(g.epsilon) and not g.is_meaningful and not g.meets_request
+    assert isinstance(g.event, NonPrivateDpEvent) and g.accountant is None
     assert torch.equal(out, none.synthesize(*none.encode(x)))
     assert none.publish(x, epsilon=None)[1].requested_epsilon is None
 
@@ -472,6 +495,8 @@ def test_ablations():
     nid, natt, g = whole.privatize(z_id, z_att, epsilon=0.5, generator=make_generator(0))
     assert g.protects == "the whole latent (identity and attribute)"
     radius = math.hypot(whole.config.effective_clip_norm, whole.config.effective_att_radius)
+    assert g.neighbours.relation == "metric" and g.neighbours.bound == pytest.approx(2 * radius)
+    assert g.epsilon_per_unit == pytest.approx(0.5)
     assert g.epsilon == pytest.approx(0.5 * 2 * radius) and radius == whole.config.whole_clip_norm
     assert not torch.allclose(natt, z_att) and torch.allclose(natt.norm(dim=1), z_att.norm(dim=1))
 
@@ -679,6 +704,7 @@ def test_inception_needs_supplied_weights(tmp_path):
         load_inception(weights=tmp_path / "missing.pth")
 
 
+@pytest.mark.slow
 def test_training_time_identity_noise():
     fs = _faceset()
     net = SynthesisNet(**TINY, noise_prob=1.0, swap_prob=0.0).fit(fs, epochs_ae=1, epochs_gan=2, batch_size=6, seed=0,

@@ -12,6 +12,9 @@ from privkit.errors import InvalidArgumentError, UnknownNameError
 # ------------------------------------------------------------------------------------------------------ digits
 
 
+pytestmark = pytest.mark.slow  # a module-wide fixture takes seconds to build
+
+
 def test_digits_shapes_range_and_labels():
     images, labels = load_digits_images(size=16, seed=0)
     assert images.shape == (1797, 3, 16, 16) and images.dtype == torch.float32

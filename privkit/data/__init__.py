@@ -66,18 +66,14 @@ _DATASETS: tuple[DatasetInfo, ...] = (
                 "privkit's own retrieval benchmark: 240 titled chunks on 10 topics, 50 questions with 1-3 known gold "
                 "chunks each", "privkit.data.rag_corpus.rag_benchmark"),
     DatasetInfo("celeba", "faces", "paper", "CelebA (identity file, boxes, attributes) from --data-root",
-                "privkit.data.paper_loaders.load_celeba"),
+                "privkit.data.paper.celeba.load_celeba"),
     DatasetInfo("vggface2", "faces", "paper", "VGGFace2 folder-per-identity from --data-root",
-                "privkit.data.paper_loaders.load_vggface2"),
-    DatasetInfo("lfw", "faces", "paper", "LFW with pairs.txt from --data-root", "privkit.data.paper_loaders.load_lfw"),
+                "privkit.data.paper.vggface2.load_vggface2"),
+    DatasetInfo("lfw", "faces", "paper", "LFW with pairs.txt from --data-root", "privkit.data.paper.lfw.load_lfw"),
     DatasetInfo("mpii", "pose", "paper", "MPII human pose (HRNet JSON annotations) from --data-root",
-                "privkit.data.paper_loaders.load_mpii"),
-    DatasetInfo("cifar10", "images", "paper", "CIFAR-10 python batches from --data-root",
-                "privkit.data.paper_loaders.load_cifar"),
-    DatasetInfo("cifar100", "images", "paper", "CIFAR-100 python batches from --data-root",
-                "privkit.data.paper_loaders.load_cifar"),
+                "privkit.data.paper.mpii.load_mpii"),
     DatasetInfo("movielens-100k", "ratings", "paper", "MovieLens-100K u.data and the u1..u5 splits from --data-root",
-                "privkit.data.paper_loaders.load_movielens_100k"),
+                "privkit.data.paper.movielens.load_movielens_100k"),
 )
 
 FACE_SETS = ("lfw-subset-views", "portraits", "portraits-views", "synthfaces")
@@ -107,7 +103,7 @@ def load_faces(
 
     Args:
         name: ``"lfw-subset-views"``, ``"portraits"``, ``"portraits-views"`` or ``"synthfaces"`` (paper-scale sets
-            have their own loaders in :mod:`privkit.data.paper_loaders`, which need ``data_root``). ``"portraits"``
+            have their own loaders in :mod:`privkit.data.paper`, which need ``data_root``). ``"portraits"``
             has one image per identity (``images_per_identity`` must be ``None`` or 1) and no background
             (``context_leakage`` is ignored).
         split: ``"all"`` or one of the disjoint identity parts ``"train"``, ``"val"``, ``"test"``.
@@ -158,7 +154,7 @@ def load_pose(
     size: int = 64,
     device: str | torch.device | None = "cpu",
 ) -> PoseSet:
-    """Procedural pose figures (``"synthpose"``); MPII itself is :func:`privkit.data.paper_loaders.load_mpii`."""
+    """Procedural pose figures (``"synthpose"``); MPII itself is :func:`privkit.data.paper.mpii.load_mpii`."""
     if name not in POSE_SETS:
         raise UnknownNameError("name", name, POSE_SETS)
     from .pose import load_synthpose

@@ -46,6 +46,7 @@ import torch.nn.functional as F
 from .._validate import check_choice, check_int, check_probability
 from ..device import resolve_device
 from ..errors import MissingResourceError
+from ..transforms import gaussian_blur
 from .splits import SPLITS, identity_splits
 from .types import FaceSet
 
@@ -112,27 +113,13 @@ def boxes_from_masks(mask: torch.Tensor) -> torch.Tensor:
     return torch.where(empty[:, None], torch.zeros_like(box), box)
 
 
-def _gaussian_blur(x: torch.Tensor, sigma: float) -> torch.Tensor:
-    """Separable Gaussian blur of (n, C, H, W) with reflect padding."""
-    if sigma <= 0 or x.shape[0] == 0:
-        return x
-    r = max(1, math.ceil(3.0 * sigma))
-    t = torch.arange(-r, r + 1, device=x.device, dtype=x.dtype)
-    k = torch.exp(-0.5 * (t / sigma) ** 2)
-    k = k / k.sum()
-    c = x.shape[1]
-    x = F.pad(x, (r, r, r, r), mode="reflect")
-    x = F.conv2d(x, k.view(1, 1, 1, -1).expand(c, 1, 1, -1), groups=c)
-    return F.conv2d(x, k.view(1, 1, -1, 1).expand(c, 1, -1, 1), groups=c)
-
-
 def blur_by_level(images: torch.Tensor, level: torch.Tensor, *, size: int) -> torch.Tensor:
     """Blur each image by its discrete level (0 none, 1 light, 2 strong; sigma scales with ``size``/64)."""
     out = images.clone()
     for lv in range(1, len(_BLUR_SIGMA_64)):
         sel = (level == lv).nonzero().flatten()
         if sel.numel():
-            out[sel] = _gaussian_blur(images[sel], _BLUR_SIGMA_64[lv] * size / 64.0)
+            out[sel] = gaussian_blur(images[sel], _BLUR_SIGMA_64[lv] * size / 64.0)
     return out
 
 

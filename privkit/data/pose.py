@@ -1010,12 +1010,31 @@ def _box_mask(xs: torch.Tensor, ys: torch.Tensor, lo: torch.Tensor, hi: torch.Te
     return (my[:, :, None] & mx[:, None, :]).to(xs.dtype)
 
 
-def _render_chunk(p: PoseParams, size: int, style: str) -> tuple[torch.Tensor, ...]:
+@dataclass
+class _Figures:
+    """A chunk of figures projected into the image, with the drawing settings every layer shares."""
+
+    p: PoseParams
+    size: int
+    cartoon: bool
+    pts2: torch.Tensor     # (n, 30, 2) projected points, px
+    depth: torch.Tensor    # (n, 30) body units, larger = nearer
+    ppu: torch.Tensor      # (n,) pixels per body unit
+    radii: torch.Tensor    # (n, C, 2) capsule end radii, px
+    a2: torch.Tensor       # (n, C, 2) capsule start points, px
+    b2: torch.Tensor       # (n, C, 2) capsule end points, px
+    enabled: torch.Tensor  # (n, P) 1 where the body part is drawn (hair, beard are optional)
+    soft: float            # edge softness, px
+    line: float            # outline width, px (0: no outline)
+    dark: torch.Tensor     # (1, 3, 1, 1) outline colour
+
+
+def _project_figures(p: PoseParams, size: int, style: str) -> _Figures:
+    """Pose the skeletons and project them: orthographic camera, image-plane roll, scale, shift."""
     device = p.identity.device
     n, dtype = len(p), torch.float32
     cartoon = style == "cartoon"
     pts3 = _skeleton(p.body, p.clothing, p.angles)                      # (n, 30, 3) body units
-    # Camera: orthographic projection, image-plane roll, scale, shift.
     xy = torch.stack([pts3[..., 0], -pts3[..., 1]], dim=-1)
     j2 = xy[:, :16]
     centre = 0.5 * (j2.amin(1) + j2.amax(1))
@@ -1027,101 +1046,109 @@ def _render_chunk(p: PoseParams, size: int, style: str) -> tuple[torch.Tensor, .
     rot = torch.stack([torch.cos(roll), -torch.sin(roll), torch.sin(roll), torch.cos(roll)], -1).view(n, 2, 2)
     target = (size - 1) / 2 + size * p.view[:, _V["shift_x"]:_V["shift_y"] + 1]
     pts2 = torch.einsum("nij,npj->npi", rot, xy - anchor[:, None]) * ppu[:, None, None] + target[:, None]
-    depth = pts3[..., 2]                                                  # body units, larger = nearer
     radii = _capsule_radii(p.body, p.clothing) * ppu[:, None, None]        # px
-    cap_a, cap_b = _CAP_A.to(device), _CAP_B.to(device)
-    a2, b2 = pts2[:, cap_a], pts2[:, cap_b]                               # (n, C, 2)
-
-    P = len(_PARTS)
-    enabled = torch.ones(n, P, device=device, dtype=dtype)
+    enabled = torch.ones(n, len(_PARTS), device=device, dtype=dtype)
     enabled[:, _PART["hair"]] = (p.clothing[:, _K["hair_style"]] > 0).to(dtype)
     enabled[:, _PART["beard"]] = p.clothing[:, _K["beard"]]
-    col = {k: p.colors[:, i] for k, i in _C.items()}
-    long_sleeves = p.clothing[:, _K["long_sleeves"], None] > 0
-    shorts = p.clothing[:, _K["shorts"], None] > 0
-    mid_depth = 0.5 * (depth[:, cap_a] + depth[:, cap_b])                 # (n, C)
-    part_depth = torch.stack([mid_depth[:, list(caps)].mean(1) + bias for _n, caps, _f, _p, bias in _PARTS], 1)
+    return _Figures(
+        p=p, size=size, cartoon=cartoon, pts2=pts2, depth=pts3[..., 2], ppu=ppu, radii=radii,
+        a2=pts2[:, _CAP_A.to(device)], b2=pts2[:, _CAP_B.to(device)], enabled=enabled,
+        soft=0.35 if cartoon else 0.45, line=max(0.6, 0.9 * size / 64) if cartoon else 0.0,
+        dark=torch.tensor(_OUTLINE_RGB, device=device, dtype=dtype).view(1, 3, 1, 1),
+    )
 
-    soft = 0.35 if cartoon else 0.45
-    line = max(0.6, 0.9 * size / 64) if cartoon else 0.0
-    dark = torch.tensor(_OUTLINE_RGB, device=device, dtype=dtype).view(1, 3, 1, 1)
 
-    # ---- one layer per body part, on a window around the part ----
-    layers = []
-    for pi, (name, caps, field, pattern, _bias) in enumerate(_PARTS):
-        ow = 0.0 if name in _NO_OUTLINE else line
-        ca, cb, r = a2[:, list(caps)], b2[:, list(caps)], radii[:, list(caps)]      # (n, k, 2)
-        rmax = r.amax(-1, keepdim=True)
-        margin = ow + 8 * soft + 0.5
-        lo = (torch.minimum(ca, cb) - rmax).amin(1) - margin
-        hi = (torch.maximum(ca, cb) + rmax).amax(1) + margin
-        x0, y0, wx, wy = _window(lo, hi, size)
-        xs = (x0[:, None] + torch.arange(wx, device=device)).to(dtype)
-        ys = (y0[:, None] + torch.arange(wy, device=device)).to(dtype)
-        ax, ay = ca[..., 0, None, None], ca[..., 1, None, None]
-        bax, bay = cb[..., 0, None, None] - ax, cb[..., 1, None, None] - ay
-        len2 = (bax * bax + bay * bay).clamp_min(1e-6)
-        px = xs[:, None, None, :] - ax                                   # (n, k, 1, wx)
-        py = ys[:, None, :, None] - ay                                   # (n, k, wy, 1)
-        dot = px * bax + py * bay
-        t = (dot / len2).clamp_(0.0, 1.0)
-        dist = t * len2
-        dist.add_(dot, alpha=-2.0).mul_(t).add_(px * px + py * py).clamp_min_(0.0).sqrt_()
-        r_at = t * (r[..., 1, None, None] - r[..., 0, None, None]) + r[..., 0, None, None]
-        sdf_k = dist - r_at
-        sdf = sdf_k.amin(1) if len(caps) > 1 else sdf_k[:, 0]            # (n, wy, wx)
-        on = enabled[:, pi, None, None] * _box_mask(xs, ys, lo, hi)
-        fill = torch.sigmoid(sdf / -soft) * on
-        cover = torch.sigmoid((sdf - ow) / -soft) * on if ow > 0 else fill
-        q = (-sdf / r_at[:, 0].clamp_min(1e-3)).clamp_(0.0, 1.0)
-        if cartoon:
-            shade = 0.8 + 0.2 * torch.sigmoid((q - 0.35) * 20.0)
-        else:
-            shade = 0.55 + 0.45 * torch.sqrt(q * (2.0 - q))
-        c1 = col[field]
-        if name.endswith("forearm"):
-            c1 = torch.where(long_sleeves, c1, col["skin"])
-        if name.endswith("shin"):
-            c1 = torch.where(shorts, col["skin"], c1)
-        if name == "beard" and not cartoon:
-            c1 = c1 * 0.9
-        colour = c1[:, :, None, None]
-        if pattern:
-            length = len2[:, 0].sqrt()
-            along = t[:, 0] * length / ppu[:, None, None]
-            across = (px[:, 0] * bay[:, 0] - py[:, 0] * bax[:, 0]) / length / ppu[:, None, None]
-            w = (2 * math.pi / p.clothing[:, _K[f"{pattern}_period"]]).view(n, 1, 1)
-            s1, s2 = torch.sin(w * along), torch.sin(w * across)
-            sharp = 6.0 if cartoon else 3.0
-            kind = F.one_hot(p.clothing[:, _K[f"{pattern}_pattern"]].long(), 4).to(dtype)[:, :, None, None]
-            pat = (kind[:, 1] * torch.sigmoid(sharp * s1) + kind[:, 2] * torch.sigmoid(sharp * s2)
-                   + kind[:, 3] * torch.sigmoid(2 * sharp * s1 * s2))
-            if name.endswith("forearm"):
-                pat = pat * long_sleeves.to(dtype).view(n, 1, 1)
-            if name.endswith("shin"):
-                pat = pat * (~shorts).to(dtype).view(n, 1, 1)
-            colour = colour + (col[f"{pattern}_pattern"] - c1)[:, :, None, None] * pat[:, None]
-        premul = (fill * shade)[:, None] * colour
-        if ow > 0:
-            premul = premul + (cover - fill)[:, None] * dark
-        layers.append((x0, y0, premul, cover))
+def _clothing_pattern(f: _Figures, name: str, pattern: str, t: torch.Tensor, len2: torch.Tensor, px: torch.Tensor,
+                      py: torch.Tensor, bax: torch.Tensor, bay: torch.Tensor) -> torch.Tensor:
+    """(n, wy, wx) weight of the pattern colour on a part's first capsule (stripes along/across, or checks)."""
+    p, n, dtype = f.p, len(f.p), torch.float32
+    length = len2.sqrt()
+    along = t * length / f.ppu[:, None, None]
+    across = (px * bay - py * bax) / length / f.ppu[:, None, None]
+    w = (2 * math.pi / p.clothing[:, _K[f"{pattern}_period"]]).view(n, 1, 1)
+    s1, s2 = torch.sin(w * along), torch.sin(w * across)
+    sharp = 6.0 if f.cartoon else 3.0
+    kind = F.one_hot(p.clothing[:, _K[f"{pattern}_pattern"]].long(), 4).to(dtype)[:, :, None, None]
+    pat = (kind[:, 1] * torch.sigmoid(sharp * s1) + kind[:, 2] * torch.sigmoid(sharp * s2)
+           + kind[:, 3] * torch.sigmoid(2 * sharp * s1 * s2))
+    if name.endswith("forearm"):
+        pat = pat * (p.clothing[:, _K["long_sleeves"], None] > 0).to(dtype).view(n, 1, 1)
+    if name.endswith("shin"):
+        pat = pat * (~(p.clothing[:, _K["shorts"], None] > 0)).to(dtype).view(n, 1, 1)
+    return pat
 
-    # ---- background, then the parts back to front (painter's order) ----
-    if cartoon:
-        img = _procedural_backgrounds(p.background, p.background_colors, p.background_grid, size)
+
+def _part_layer(f: _Figures, pi: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Body part ``pi`` drawn on a window around it: (x0, y0, premultiplied colour, coverage)."""
+    name, caps, field, pattern, _bias = _PARTS[pi]
+    p, device, dtype = f.p, f.p.identity.device, torch.float32
+    ow = 0.0 if name in _NO_OUTLINE else f.line
+    ca, cb, r = f.a2[:, list(caps)], f.b2[:, list(caps)], f.radii[:, list(caps)]      # (n, k, 2)
+    rmax = r.amax(-1, keepdim=True)
+    margin = ow + 8 * f.soft + 0.5
+    lo = (torch.minimum(ca, cb) - rmax).amin(1) - margin
+    hi = (torch.maximum(ca, cb) + rmax).amax(1) + margin
+    x0, y0, wx, wy = _window(lo, hi, f.size)
+    xs = (x0[:, None] + torch.arange(wx, device=device)).to(dtype)
+    ys = (y0[:, None] + torch.arange(wy, device=device)).to(dtype)
+    ax, ay = ca[..., 0, None, None], ca[..., 1, None, None]
+    bax, bay = cb[..., 0, None, None] - ax, cb[..., 1, None, None] - ay
+    len2 = (bax * bax + bay * bay).clamp_min(1e-6)
+    px = xs[:, None, None, :] - ax                                   # (n, k, 1, wx)
+    py = ys[:, None, :, None] - ay                                   # (n, k, wy, 1)
+    dot = px * bax + py * bay
+    t = (dot / len2).clamp_(0.0, 1.0)
+    dist = t * len2
+    dist.add_(dot, alpha=-2.0).mul_(t).add_(px * px + py * py).clamp_min_(0.0).sqrt_()
+    r_at = t * (r[..., 1, None, None] - r[..., 0, None, None]) + r[..., 0, None, None]
+    sdf_k = dist - r_at
+    sdf = sdf_k.amin(1) if len(caps) > 1 else sdf_k[:, 0]            # (n, wy, wx)
+    on = f.enabled[:, pi, None, None] * _box_mask(xs, ys, lo, hi)
+    fill = torch.sigmoid(sdf / -f.soft) * on
+    cover = torch.sigmoid((sdf - ow) / -f.soft) * on if ow > 0 else fill
+    q = (-sdf / r_at[:, 0].clamp_min(1e-3)).clamp_(0.0, 1.0)
+    if f.cartoon:
+        shade = 0.8 + 0.2 * torch.sigmoid((q - 0.35) * 20.0)
     else:
-        img = _photo_backgrounds(p.background, size)
+        shade = 0.55 + 0.45 * torch.sqrt(q * (2.0 - q))
+    col = {k: p.colors[:, i] for k, i in _C.items()}
+    c1 = col[field]
+    if name.endswith("forearm"):
+        c1 = torch.where(p.clothing[:, _K["long_sleeves"], None] > 0, c1, col["skin"])
+    if name.endswith("shin"):
+        c1 = torch.where(p.clothing[:, _K["shorts"], None] > 0, col["skin"], c1)
+    if name == "beard" and not f.cartoon:
+        c1 = c1 * 0.9
+    colour = c1[:, :, None, None]
+    if pattern:
+        pat = _clothing_pattern(f, name, pattern, t[:, 0], len2[:, 0], px[:, 0], py[:, 0], bax[:, 0], bay[:, 0])
+        colour = colour + (col[f"{pattern}_pattern"] - c1)[:, :, None, None] * pat[:, None]
+    premul = (fill * shade)[:, None] * colour
+    if ow > 0:
+        premul = premul + (cover - fill)[:, None] * f.dark
+    return x0, y0, premul, cover
+
+
+def _paint_parts(img: torch.Tensor, f: _Figures) -> None:
+    """Draw the body parts onto ``img`` in place, back to front (painter's order) per figure."""
+    device = img.device
+    layers = [_part_layer(f, pi) for pi in range(len(_PARTS))]
+    cap_a, cap_b = _CAP_A.to(device), _CAP_B.to(device)
+    mid_depth = 0.5 * (f.depth[:, cap_a] + f.depth[:, cap_b])             # (n, C)
+    part_depth = torch.stack([mid_depth[:, list(caps)].mean(1) + bias for _n, caps, _f, _p, bias in _PARTS], 1)
     order = part_depth.argsort(dim=1).cpu()
-    for k in range(P):
+    for k in range(len(_PARTS)):
         ranked = order[:, k]
         for pi in torch.unique(ranked).tolist():
             sel = (ranked == pi).nonzero().flatten().to(device)
             x0, y0, premul, cover = layers[pi]
             _blend(img, sel, x0[sel], y0[sel], premul[sel], cover[sel])
-    del layers
 
-    # ---- occluder objects (always in front of the figure) ----
-    kp = pts2[:, :16]
+
+def _paint_occluders(img: torch.Tensor, f: _Figures, kp: torch.Tensor) -> torch.Tensor:
+    """Draw the occluder objects (always in front of the figure) in place; returns (n, 16) joints they cover."""
+    p, n, device, dtype = f.p, len(f.p), img.device, torch.float32
+    soft, line, ppu = f.soft, f.line, f.ppu
     occluded = torch.zeros(n, 16, dtype=torch.bool, device=device)
     for k in range(N_OCCLUDERS):
         occ = p.occluders[:, k]
@@ -1134,7 +1161,7 @@ def _render_chunk(p: PoseParams, size: int, style: str) -> tuple[torch.Tensor, .
             continue
         o, c_px, s_ppu = occ[sel], centre_px[sel], ppu[sel]
         reach = torch.hypot(o[:, _O["half_w"]], o[:, _O["half_h"]]) * s_ppu + line + 8 * soft + 0.5
-        x0, y0, wx, wy = _window(c_px - reach[:, None], c_px + reach[:, None], size)
+        x0, y0, wx, wy = _window(c_px - reach[:, None], c_px + reach[:, None], f.size)
         xs = (x0[:, None] + torch.arange(wx, device=device)).to(dtype)
         ys = (y0[:, None] + torch.arange(wy, device=device)).to(dtype)
         osdf, lu, lv = _box_sdf(xs[:, None, :], ys[:, :, None], o, s_ppu, c_px)
@@ -1145,54 +1172,75 @@ def _render_chunk(p: PoseParams, size: int, style: str) -> tuple[torch.Tensor, .
         stripes = torch.sigmoid(4.0 * torch.sin(2 * math.pi * lu / period)) * o[:, _O["striped"], None, None]
         oc1, oc2 = o[:, _O["r1"]:_O["b1"] + 1, None, None], o[:, _O["r2"]:_O["b2"] + 1, None, None]
         ocol = oc1 + (oc2 - oc1) * stripes[:, None]
-        if not cartoon:
+        if not f.cartoon:
             hh = (o[:, _O["half_h"]] * s_ppu).view(-1, 1, 1)
             ocol = ocol * (0.85 - 0.15 * (lv / hh).clamp(-1, 1))[:, None]
-        premul = ofill[:, None] * ocol + (ocover - ofill)[:, None] * dark
+        premul = ofill[:, None] * ocol + (ocover - ofill)[:, None] * f.dark
         _blend(img, sel, x0, y0, premul, ocover)
+    return occluded
 
-    # ---- global photometric jitter and sensor noise (photo style) ----
-    if not cartoon:
-        mean = img.mean(dim=(1, 2, 3), keepdim=True)
-        img = (img - mean) * p.background[:, _G["post_contrast"], None, None, None] + mean
-        img = img * p.background[:, _G["post_gain"], None, None, None]
-        tile = _noise_tile(size, str(device))
-        ox = (p.noise_seed % size).view(n, 1, 1, 1)
-        oy = (torch.div(p.noise_seed, size, rounding_mode="floor") % size).view(n, 1, 1, 1)
-        ar = torch.arange(size, device=device)
-        noise = tile[torch.arange(3, device=device).view(1, 3, 1, 1), oy + ar.view(1, 1, size, 1),
-                     ox + ar.view(1, 1, 1, size)]
-        img = img + noise * p.background[:, _G["noise"]].view(n, 1, 1, 1)
-    img = img.clamp_(0.0, 1.0)
 
-    # ---- visibility: in frame, not under an occluder, not behind a nearer body part ----
-    in_frame = ((kp >= 0) & (kp <= size - 1)).all(-1)
-    jz = depth[:, :16]
-    ja, jb, jp = a2[:, None], b2[:, None], kp[:, :, None]                 # (n,1,C,2), (n,16,1,2)
+def _photo_finish(img: torch.Tensor, p: PoseParams, size: int) -> torch.Tensor:
+    """Photo style: global contrast and gain jitter, then sensor noise read from the fixed noise tile."""
+    n, device = len(p), img.device
+    mean = img.mean(dim=(1, 2, 3), keepdim=True)
+    img = (img - mean) * p.background[:, _G["post_contrast"], None, None, None] + mean
+    img = img * p.background[:, _G["post_gain"], None, None, None]
+    tile = _noise_tile(size, str(device))
+    ox = (p.noise_seed % size).view(n, 1, 1, 1)
+    oy = (torch.div(p.noise_seed, size, rounding_mode="floor") % size).view(n, 1, 1, 1)
+    ar = torch.arange(size, device=device)
+    noise = tile[torch.arange(3, device=device).view(1, 3, 1, 1), oy + ar.view(1, 1, size, 1),
+                 ox + ar.view(1, 1, 1, size)]
+    return img + noise * p.background[:, _G["noise"]].view(n, 1, 1, 1)
+
+
+def _joint_visibility(f: _Figures, kp: torch.Tensor, occluded: torch.Tensor) -> torch.Tensor:
+    """(n, 16) bool: joint in frame, not under an occluder, not behind a nearer body part."""
+    device = kp.device
+    in_frame = ((kp >= 0) & (kp <= f.size - 1)).all(-1)
+    jz = f.depth[:, :16]
+    ja, jb, jp = f.a2[:, None], f.b2[:, None], kp[:, :, None]             # (n,1,C,2), (n,16,1,2)
     seg = jb - ja
     tt = (((jp - ja) * seg).sum(-1) / (seg * seg).sum(-1).clamp_min(1e-6)).clamp(0, 1)   # (n, 16, C)
     dd = (jp - (ja + tt[..., None] * seg)).norm(dim=-1)
-    rr = radii[:, None, :, 0] + tt * (radii[:, None, :, 1] - radii[:, None, :, 0])
-    za, zb = depth[:, cap_a][:, None], depth[:, cap_b][:, None]
+    rr = f.radii[:, None, :, 0] + tt * (f.radii[:, None, :, 1] - f.radii[:, None, :, 0])
+    za, zb = f.depth[:, _CAP_A.to(device)][:, None], f.depth[:, _CAP_B.to(device)][:, None]
     zc = za + tt * (zb - za)
-    cap_on = enabled[:, _CAP_PART.to(device)]
+    cap_on = f.enabled[:, _CAP_PART.to(device)]
     hidden = ((dd < 0.8 * rr) & (zc > jz[..., None] + 0.02) & ~_JOINT_EXCLUDE.to(device)[None]
               & (cap_on[:, None] > 0))
-    visible = in_frame & ~occluded & ~hidden.any(-1)
+    return in_frame & ~occluded & ~hidden.any(-1)
 
-    # ---- head box: axis-aligned box of the head rectangle around the projected head segment ----
+
+def _head_boxes(f: _Figures, kp: torch.Tensor) -> torch.Tensor:
+    """(n, 4) xyxy: the axis-aligned box of the head rectangle around the projected head segment."""
     neck2, top2 = kp[:, _J["upper_neck"]], kp[:, _J["head_top"]]
     seg2 = top2 - neck2
     seg_len = seg2.norm(dim=-1, keepdim=True)
-    up2 = torch.tensor([0.0, -1.0], device=device, dtype=dtype)
+    up2 = torch.tensor([0.0, -1.0], device=kp.device, dtype=torch.float32)
     u_dir = torch.where(seg_len > 1e-6, seg2 / seg_len.clamp_min(1e-6), up2)
-    head_len = 1.02 * p.body[:, _B["head"]] * ppu
+    head_len = 1.02 * f.p.body[:, _B["head"]] * f.ppu
     half_l, half_w = head_len / 2, 0.4 * head_len
     ext_x = u_dir[:, 0].abs() * half_l + u_dir[:, 1].abs() * half_w
     ext_y = u_dir[:, 1].abs() * half_l + u_dir[:, 0].abs() * half_w
     mid = 0.5 * (neck2 + top2)
-    head_box = torch.stack([mid[:, 0] - ext_x, mid[:, 1] - ext_y, mid[:, 0] + ext_x, mid[:, 1] + ext_y], dim=-1)
-    return img, kp.contiguous(), visible, head_box
+    return torch.stack([mid[:, 0] - ext_x, mid[:, 1] - ext_y, mid[:, 0] + ext_x, mid[:, 1] + ext_y], dim=-1)
+
+
+def _render_chunk(p: PoseParams, size: int, style: str) -> tuple[torch.Tensor, ...]:
+    f = _project_figures(p, size, style)
+    if f.cartoon:
+        img = _procedural_backgrounds(p.background, p.background_colors, p.background_grid, size)
+    else:
+        img = _photo_backgrounds(p.background, size)
+    _paint_parts(img, f)
+    kp = f.pts2[:, :16]
+    occluded = _paint_occluders(img, f, kp)
+    if not f.cartoon:
+        img = _photo_finish(img, p, size)
+    img = img.clamp_(0.0, 1.0)
+    return img, kp.contiguous(), _joint_visibility(f, kp, occluded), _head_boxes(f, kp)
 
 
 def _chunk_size(size: int, device: torch.device) -> int:

@@ -43,15 +43,16 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-import torch.nn.functional as F
+from dp_accounting import GaussianDpEvent, NonPrivateDpEvent, PoissonSampledDpEvent, SelfComposedDpEvent
 from torch import nn
 
 from .._validate import check_choice, check_delta, check_epsilon, check_int, check_positive, check_real
 from ..data.types import PoseSet
 from ..device import resolve_device
 from ..errors import InsufficientDataError, InvalidArgumentError, MissingResourceError, ShapeError
+from ..transforms import gaussian_blur
 from ..privacy.accounting import ACCOUNTANTS, accountant_for, epsilon_from_history, noise_multiplier_for
-from ..privacy.guarantee import PrivacyGuarantee
+from ..privacy.guarantee import Neighbouring, PrivacyGuarantee
 from ..privacy.samplers import make_generator
 from .features import CachedFeatures
 from .grads import (
@@ -69,13 +70,17 @@ from .subspace import PublicSubspace, public_subspace_from_model
 __all__ = [
     "METHODS",
     "GaussianBlur",
-    "gaussian_blur",
     "TrainResult",
     "pose_loss",
     "pose_batch",
     "evaluate_pckh",
     "private_clipped_sum",
     "neighbouring_for",
+    "DPSpec",
+    "PublicSpec",
+    "Schedule",
+    "PrivateTrainer",
+    "make_private",
     "train",
 ]
 
@@ -89,38 +94,6 @@ _FEATURE = ("feature", "feature_projective")
 
 
 # ---------------------------------------------------------------------------------------------- blur (psi)
-def gaussian_blur(images: torch.Tensor, *, kernel_size: int, sigma: float) -> torch.Tensor:
-    """Separable Gaussian blur with reflect padding (OpenCV's default ``BORDER_REFLECT_101``).
-
-    Args:
-        images: (N, C, H, W) floating point.
-        kernel_size: Odd kernel side ``>= 1``, smaller than ``2 * min(H, W)``.
-        sigma: Standard deviation in pixels, ``> 0``.
-
-    Returns:
-        The blurred images (same shape, dtype, device).
-    """
-    ks = check_int("kernel_size", kernel_size, minimum=1)
-    if ks % 2 == 0:
-        raise InvalidArgumentError(f"kernel_size must be odd, got {ks}")
-    s = check_positive("sigma", sigma)
-    if not isinstance(images, torch.Tensor) or images.ndim != 4 or not images.is_floating_point():
-        raise ShapeError("images must be a floating-point tensor of shape (N, C, H, W)")
-    n, c, h, w = images.shape
-    pad = ks // 2
-    if pad >= min(h, w):
-        raise InvalidArgumentError(f"kernel_size={ks} is too large for {h}x{w} images (need kernel_size < 2*min(H, W))")
-    if ks == 1:
-        return images.clone()
-    t = torch.arange(ks, device=images.device, dtype=torch.float64) - pad
-    k1 = torch.exp(-t * t / (2 * s * s))
-    k1 = (k1 / k1.sum()).to(images.dtype)
-    x = images.reshape(n * c, 1, h, w)
-    x = F.conv2d(F.pad(x, (pad, pad, 0, 0), mode="reflect"), k1.view(1, 1, 1, ks))
-    x = F.conv2d(F.pad(x, (0, 0, pad, pad), mode="reflect"), k1.view(1, 1, ks, 1))
-    return x.reshape(n, c, h, w)
-
-
 @dataclass(frozen=True)
 class GaussianBlur:
     """The public feature map ``psi``: a Gaussian blur of the whole image.
@@ -147,7 +120,9 @@ class GaussianBlur:
         return cls(kernel_size=ks, sigma=10.0 * h / 256)
 
     def __call__(self, images: torch.Tensor) -> torch.Tensor:
-        return gaussian_blur(images, kernel_size=self.kernel_size, sigma=self.sigma)
+        if self.kernel_size == 1:
+            return images.clone()
+        return gaussian_blur(images, self.sigma, radius=self.kernel_size // 2)
 
     def describe(self) -> str:
         return f"Gaussian blur {self.kernel_size}x{self.kernel_size}, sigma={self.sigma:g} px"
@@ -353,7 +328,9 @@ def neighbouring_for(method: str) -> str:
     return "substitution" if method in _FEATURE else "add_remove"
 
 
-_ACCOUNTANT_NAMES = {"rdp": "opacus RDP", "prv": "opacus PRV", "pld": "dp-accounting PLD"}
+#: privkit's accountant name -> the PrivacyGuarantee accountant kind.
+_ACCOUNTANT_KINDS = {"rdp": "opacus-rdp", "prv": "opacus-prv", "pld": "dp-accounting-pld"}
+_RECORD_UNIT = "one private training record (image and its keypoint labels)"
 
 
 def _guarantee(method: str, *, epsilon_req: float | None, delta: float, eps: float, sigma: float, clip: float, q: float,
@@ -361,10 +338,10 @@ def _guarantee(method: str, *, epsilon_req: float | None, delta: float, eps: flo
                refresh: int | None) -> PrivacyGuarantee:
     eps_value = eps if eps > 0 else math.inf  # only a run of zero steps spends nothing; never report 0
     relation = neighbouring_for(method)
-    acc_text = f"{_ACCOUNTANT_NAMES[accountant]} accountant, " + (
-        "replace-one" if relation == "substitution" else "add/remove")
-    mech = (f"DP-SGD: Poisson-subsampled Gaussian mechanism on per-record clipped gradients "
-            f"(noise multiplier {sigma:.4g}, clip C={clip:g}, q={q:.4g}, {steps} steps; {acc_text})")
+    # DP-SGD: `steps` compositions of the Poisson-sampled Gaussian mechanism, noise multiplier sigma relative
+    # to the clip C (dp_accounting's convention; replace-one moves the clipped sum by up to 2C, add/remove by C).
+    event = SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(sigma)), steps)
+    processing = [f"DP-SGD on per-record clipped gradients (clip C={clip:g})"]
     notes = [
         "epsilon is computed from the accountant's history of the steps actually run.",
         "One clip per record; the divisor is the expected batch size.",
@@ -377,16 +354,18 @@ def _guarantee(method: str, *, epsilon_req: float | None, delta: float, eps: flo
     notes.append("history[*]['loss'], batch sizes and clipped fractions are computed on private data and are "
                  "not covered by this guarantee.")
     if method in _PROJECTED:
-        mech += f"; update projected on a rank-{k} public-gradient subspace (refreshed every {refresh} steps)"
+        processing.append(f"update projected on a rank-{k} public-gradient subspace (refreshed every {refresh} steps)")
         notes.append("The projection acts on the noisy gradient and the subspace comes from a disjoint public set: "
                      "post-processing, the guarantee is unchanged.")
     if method in _FEATURE and blur is not None:
-        mech += f"; plus the clean gradient of the public view ψ = {blur.describe()} (weight {public_weight:g})"
-        neighbouring = (
-            f"feature-level DP relative to ψ = {blur.describe()}: neighbouring datasets have identical public "
-            "features ψ(x) and identical keypoint labels and differ only in what ψ removes from one record "
-            "(substitution: the record stays, so its clipped raw-image gradient can move by 2C; accounted with "
-            "the replace-one relation)"
+        processing.append(f"plus the clean gradient of the public view ψ = {blur.describe()} "
+                          f"(weight {public_weight:g})")
+        neighbours = Neighbouring(
+            relation="replace-one", unit="one private image's content beyond its public view ψ(x)", bound=2.0 * clip,
+            norm="l2",
+            detail=(f"feature-level DP relative to ψ = {blur.describe()}: neighbouring datasets have identical "
+                    "public features ψ(x) and identical keypoint labels and differ only in what ψ removes from one "
+                    "record (the record stays, so its clipped raw-image gradient can move by 2C)"),
         )
         protects = ("the information in one private image that the blur removes; NOT the blurred image ψ(x) "
                     "and NOT the keypoint labels, which are treated as public")
@@ -394,358 +373,480 @@ def _guarantee(method: str, *, epsilon_req: float | None, delta: float, eps: flo
                      "gradient uses the private labels, so the labels must be public for this claim to hold.")
         notes.append("The public-view batch is Poisson-sampled independently of the private batch (Algorithm 1 "
                      "of the paper; reusing the private batch would reveal its membership).")
+    elif relation == "substitution":
+        neighbours = Neighbouring(relation="replace-one", unit=_RECORD_UNIT, bound=2.0 * clip, norm="l2")
+        protects = "one private training record (image and keypoint labels)"
     else:
-        neighbouring = "add/remove one record (image and its keypoints) of the private set"
+        neighbours = Neighbouring(relation="add-remove-one", unit=_RECORD_UNIT, bound=clip, norm="l2")
         protects = "one private training record (image and keypoint labels)"
     return PrivacyGuarantee(
-        epsilon=eps_value, delta=delta, neighbouring=neighbouring, protects=protects, mechanism=mech,
-        requested_epsilon=epsilon_req, requested_delta=delta, notes=tuple(notes),
+        epsilon=eps_value, delta=delta, neighbours=neighbours, protects=protects, event=event,
+        requested_epsilon=epsilon_req, requested_delta=delta, notes=tuple(notes), processing=tuple(processing),
+        accountant=_ACCOUNTANT_KINDS[accountant],
     )
 
 
 # ---------------------------------------------------------------------------------------------- the trainer
+@dataclass(frozen=True)
+class DPSpec:
+    """What makes a training step private (every method but ``"nonprivate"``).
+
+    Attributes:
+        epsilon: target ε ``> 0``; the noise multiplier is calibrated to it over the planned steps.
+        delta: target δ in ``(0, 1)``.
+        clip: per-record clipping norm ``C > 0`` (one clip per record, over all trainable parameters jointly).
+        noise_multiplier: use this σ instead of calibrating it (``epsilon`` may then be None); the guarantee is
+            computed from the steps run either way and flags a requested ε that is not met. ``0`` runs the method's
+            clipping, projection and public view *without noise*: a diagnostic control that is NOT private (its
+            guarantee says ``epsilon = inf``); ``epsilon`` must then be None.
+        accountant: ``"prv"`` (default), ``"rdp"`` or ``"pld"`` for the add/remove methods; the feature methods are
+            accounted under substitution (replace-one), which only ``"pld"`` covers, so they always use it
+            (``TrainResult.config["accountant"]`` says which ran).
+        max_noise_multiplier: the largest σ the calibration may use.
+        per_sample_method: per-sample gradients by ``"auto"``, ``"vmap"`` or ``"hooks"`` (:mod:`privkit.dppose.grads`).
+        secure: draw the Poisson sampling and the noise from generators seeded with the operating system's entropy
+            instead of the seed (what a deployment needs; the seed then only initialises the model). The samplers
+            are still not hardened against floating-point attacks.
+    """
+
+    epsilon: float | None = None
+    delta: float | None = None
+    clip: float | None = None
+    noise_multiplier: float | None = None
+    accountant: Literal["prv", "rdp", "pld"] = "prv"
+    max_noise_multiplier: float = 1e4
+    per_sample_method: Literal["auto", "vmap", "hooks"] = "auto"
+    secure: bool = False
+
+    def __post_init__(self) -> None:
+        check_choice("accountant", self.accountant, ACCOUNTANTS)
+        check_choice("per_sample_method", self.per_sample_method, ("auto", "vmap", "hooks"))
+        if not isinstance(self.secure, bool):
+            raise InvalidArgumentError(f"secure must be a bool, got {self.secure!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class PublicSpec:
+    """The public data the projected and feature methods use.
+
+    Attributes:
+        public_set: public data DISJOINT from the private set (no shared identity, no shared image); needed by the
+            projected methods.
+        k: subspace rank ``1 <= k <= m`` (projected methods).
+        refresh: recompute the subspace every ``refresh`` steps (default 50, as the paper's public code).
+        n_public: public gradients per subspace estimate ``m`` (default all of ``public_set``; otherwise a fresh
+            seeded sample of ``m`` at each refresh).
+        blur: ψ of the feature methods: a :class:`GaussianBlur` or ``(kernel_size, sigma)``; default the paper's blur
+            scaled to the image height (:meth:`GaussianBlur.for_size`).
+        blurred_set: ψ(x) of every private record, precomputed row for row (same keypoints); required by the feature
+            methods when the private set holds cached features (``cache_features(model, images, transform=psi)``),
+            and then ``blur`` only describes it.
+        public_weight: weight of the public-view gradient (feature methods).
+    """
+
+    public_set: PoseSet | None = None
+    k: int | None = None
+    refresh: int | None = None
+    n_public: int | None = None
+    blur: GaussianBlur | tuple[int, float] | None = None
+    blurred_set: PoseSet | None = None
+    public_weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The optimisation schedule.
+
+    Attributes:
+        epochs: epochs ``>= 1``; the planned number of steps is ``epochs * round(n / batch_size)``.
+        batch_size: expected (Poisson) batch size ``B``, ``1 <= B <= n``; ``q = B / n``.
+        lr: learning rate ``> 0``.
+        optimizer: ``"adamw"`` (the paper's public code) or ``"sgd"`` (momentum 0.9).
+        weight_decay: weight decay ``>= 0``.
+        log_every: a history entry every this many steps (default once per epoch) and at the last step.
+    """
+
+    epochs: int = 1
+    batch_size: int = 32
+    lr: float = 1e-3
+    optimizer: Literal["adamw", "sgd"] = "adamw"
+    weight_decay: float = 0.0
+    log_every: int | None = None
+
+    def __post_init__(self) -> None:
+        check_int("epochs", self.epochs, minimum=1)
+        check_int("batch_size", self.batch_size, minimum=1)
+        check_positive("lr", self.lr)
+        check_choice("optimizer", self.optimizer, ("adamw", "sgd"))
+        if check_real("weight_decay", self.weight_decay) < 0:
+            raise InvalidArgumentError(f"weight_decay must be >= 0, got {self.weight_decay}")
+        if self.log_every is not None:
+            check_int("log_every", self.log_every, minimum=1)
+
+
+def _new_window() -> dict[str, float]:
+    return {"loss": 0.0, "bs": 0.0, "clipped": 0.0, "clipped_n": 0, "public_loss": 0.0, "n": 0}
+
+
+class PrivateTrainer:
+    """A pose network's training loop, private or not: what :func:`make_private` returns and :meth:`run` runs.
+
+    The constructor validates everything, copies the model (the input is not modified), calibrates the noise to the
+    planned steps and seeds the generators; :meth:`run` trains and returns a :class:`TrainResult` whose guarantee is
+    recomputed from the accountant's record of the steps actually run.
+    """
+
+    def __init__(self, model: nn.Module | None, private_set: PoseSet, *, method: Method, dp: DPSpec | None,
+                 public: PublicSpec | None, schedule: Schedule | None, seed: int, device: str | torch.device,
+                 warm_start: Any) -> None:
+        check_choice("method", method, METHODS)
+        for name, value, kind in (("dp", dp, DPSpec), ("public", public, PublicSpec), ("schedule", schedule, Schedule)):
+            if value is not None and not isinstance(value, kind):
+                raise InvalidArgumentError(f"{name} must be a {kind.__name__}, got {type(value).__name__}")
+        self.method = method
+        self.dp = DPSpec() if dp is None else dp
+        self.public = PublicSpec() if public is None else public
+        self.schedule = Schedule() if schedule is None else schedule
+        _check_poseset("private_set", private_set)
+        self.n = len(private_set)
+        if self.n == 0:
+            raise InsufficientDataError("private_set is empty; need at least 1 record")
+        self.private_set = private_set
+        self.bsz = check_int("batch_size", self.schedule.batch_size, minimum=1, maximum=self.n)
+        self.seed = check_int("seed", seed, minimum=0)
+        self.pub_w = check_real("public_weight", self.public.public_weight)
+        self.dev = resolve_device(device)
+        self.private = method in _PRIVATE
+        self.cached = isinstance(private_set, CachedFeatures)
+        self._check_private_settings()
+        self._check_public_settings()
+        self.net = self._prepare_model(model, warm_start)
+        self.params = trainable_parameters(self.net)
+        self.fwd: nn.Module = _FromFeatures(self.net) if self.cached else self.net  # what a step differentiates
+        if not self.params:
+            raise InvalidArgumentError("model has no trainable parameters")
+        self.steps_per_epoch = max(1, int(round(self.n / self.bsz)))
+        self.total = self.schedule.epochs * self.steps_per_epoch
+        self.q = self.bsz / self.n
+        self.relation = neighbouring_for(method) if self.private else "add_remove"
+        self.acct = accountant_for(self.relation, self.dp.accountant)
+        self._calibrate_noise()
+        self._seed_generators()
+        values = list(self.params.values())
+        s = self.schedule
+        if s.optimizer == "adamw":
+            self.opt = torch.optim.AdamW(values, lr=s.lr, weight_decay=s.weight_decay)
+        else:
+            self.opt = torch.optim.SGD(values, lr=s.lr, momentum=0.9, weight_decay=s.weight_decay)
+        self.log_every = self.steps_per_epoch if s.log_every is None else s.log_every
+
+    def _check_private_settings(self) -> None:
+        dp = self.dp
+        self.eps_req = self.dlt = self.c_norm = None
+        if self.private:
+            if (dp.epsilon is None and dp.noise_multiplier is None) or dp.delta is None or dp.clip is None:
+                raise InvalidArgumentError(f"method={self.method!r} needs epsilon (or noise_multiplier), delta and clip")
+            self.eps_req = None if dp.epsilon is None else check_epsilon(dp.epsilon)
+            self.dlt = check_delta(dp.delta)
+            self.c_norm = check_positive("clip", dp.clip)
+
+    def _check_public_settings(self) -> None:
+        method, pub, private_set, n = self.method, self.public, self.private_set, self.n
+        public_set, blurred_set = pub.public_set, pub.blurred_set
+        self.sub_k = self.sub_refresh = self.m_pub = None
+        if method in _PROJECTED:
+            if public_set is None:
+                raise InsufficientDataError(f"method={method!r} needs a public_set (disjoint from private_set)")
+            _check_poseset("public_set", public_set)
+            if len(public_set) == 0:
+                raise InsufficientDataError("public_set is empty; the projected methods need m >= k public samples")
+            self.m_pub = len(public_set) if pub.n_public is None else check_int(
+                "n_public", pub.n_public, minimum=1, maximum=len(public_set))
+            if pub.k is None:
+                raise InvalidArgumentError(f"method={method!r} needs the subspace rank k")
+            self.sub_k = check_int("k", pub.k, minimum=1, maximum=self.m_pub)
+            self.sub_refresh = 50 if pub.refresh is None else check_int("refresh", pub.refresh, minimum=1)
+            _check_disjoint(private_set, public_set)
+        if self.cached and method in _PROJECTED and not isinstance(public_set, CachedFeatures):
+            raise InvalidArgumentError("private_set holds cached features, so public_set must be CachedFeatures of "
+                                       "the same frozen part")
+        if method in _FEATURE and blurred_set is not None:
+            _check_poseset("blurred_set", blurred_set)
+            if len(blurred_set) != n or not torch.equal(blurred_set.keypoints, private_set.keypoints):
+                raise InvalidArgumentError("blurred_set must hold psi(x) of every private record, row for row (same "
+                                           f"length {n} and keypoints as private_set)")
+            if isinstance(blurred_set, CachedFeatures) != self.cached:
+                raise InvalidArgumentError("blurred_set and private_set must both be images or both be cached "
+                                           "features")
+        elif method in _FEATURE and self.cached:
+            raise InvalidArgumentError(f"method={method!r} on cached features needs blurred_set: the cached features "
+                                       "of psi(x) for every private record (cache_features(..., transform=psi))")
+        self.psi: GaussianBlur | None = None
+        if method in _FEATURE:
+            if pub.blur is None:
+                height = private_set.input_size[0] if self.cached else int(private_set.images.shape[-2])
+                self.psi = GaussianBlur.for_size(int(height))
+            elif isinstance(pub.blur, GaussianBlur):
+                self.psi = pub.blur
+            elif isinstance(pub.blur, (tuple, list)) and len(pub.blur) == 2:
+                self.psi = GaussianBlur(kernel_size=pub.blur[0], sigma=pub.blur[1])
+            else:
+                raise InvalidArgumentError(f"blur must be a GaussianBlur or (kernel_size, sigma), got {pub.blur!r}")
+
+    def _prepare_model(self, model: nn.Module | None, warm_start: Any) -> nn.Module:
+        if model is None:
+            if self.cached:
+                raise InvalidArgumentError("private_set holds cached features; pass the model they were computed with")
+            net: nn.Module = build_pose_model(tuple(self.private_set.images.shape[-2:]), seed=self.seed)
+        else:
+            if not isinstance(model, nn.Module) or not all(hasattr(model, a)
+                                                           for a in ("targets", "input_size", "predict")):
+                raise InvalidArgumentError("model must be a privkit PoseNet (or None for the default network)")
+            net = copy.deepcopy(model)
+        if warm_start is not None:
+            _load_warm_start(net, warm_start)
+        net = net.to(self.dev).train()
+        _check_poseset("private_set", self.private_set, net, finite=False)  # values were checked; now the shape
+        if self.public.public_set is not None and self.method in _PROJECTED:
+            _check_poseset("public_set", self.public.public_set, net, finite=False)
+        if self.public.blurred_set is not None and self.method in _FEATURE:
+            _check_poseset("blurred_set", self.public.blurred_set, net, finite=False)
+        check_per_record_model(net)
+        return net
+
+    def _calibrate_noise(self) -> None:
+        dp = self.dp
+        self.sigma = None
+        self.no_noise = self.private and dp.noise_multiplier is not None and \
+            check_real("noise_multiplier", dp.noise_multiplier) == 0.0
+        if self.no_noise and dp.epsilon is not None:
+            raise InvalidArgumentError("noise_multiplier=0 (the no-noise control) is not private; pass epsilon=None")
+        if self.no_noise:
+            self.sigma = 0.0
+        elif self.private and dp.noise_multiplier is not None:
+            self.sigma = check_positive("noise_multiplier", dp.noise_multiplier)
+        elif self.private:
+            self.sigma = noise_multiplier_for(target_epsilon=self.eps_req, delta=self.dlt, sample_rate=self.q,
+                                              steps=self.total, accountant=self.acct,
+                                              max_noise_multiplier=dp.max_noise_multiplier, neighbouring=self.relation)
+
+    def _seed_generators(self) -> None:
+        if self.dp.secure:
+            self.g_sample, self.g_public, self.g_feature = (make_generator(secure=True) for _ in range(3))
+            self.g_noise = make_generator(secure=True, device=self.dev)
+        else:
+            s_sample, s_noise, s_public, s_feature = _seeds(self.seed, 4)
+            self.g_sample = torch.Generator().manual_seed(s_sample)
+            self.g_public = torch.Generator().manual_seed(s_public)
+            self.g_feature = torch.Generator().manual_seed(s_feature)
+            self.g_noise = torch.Generator(device=self.dev).manual_seed(s_noise)
+
+    # -- the steps ---------------------------------------------------------------------------------------------
+    def _nonprivate_step(self, perm: torch.Tensor, j: int, window: dict[str, float]) -> None:
+        bsz = self.bsz
+        idx = perm[j * bsz:(j + 1) * bsz] if j < self.steps_per_epoch - 1 else perm[j * bsz:]
+        if idx.numel() == 0:
+            idx = perm[:bsz]
+        batch = pose_batch(self.net, self.private_set, idx, device=self.dev)
+        loss = pose_loss(self.fwd(batch[0]), *batch[1:])
+        loss.backward()
+        window["loss"] += float(loss.detach())
+        window["bs"] += idx.numel()
+
+    def _refresh_subspace(self) -> None:
+        public_set = self.public.public_set
+        if self.m_pub == len(public_set):
+            pidx = torch.arange(self.m_pub)
+        else:
+            pidx = torch.randperm(len(public_set), generator=self.g_public)[: self.m_pub]
+        pub = pose_batch(self.net, public_set, pidx, device=self.dev)
+        self.subspace = public_subspace_from_model(self.fwd, pose_loss, pub, k=self.sub_k,
+                                                   method=self.dp.per_sample_method, allow_lower_rank=True)
+
+    def _public_view_gradient(self, window: dict[str, float]) -> torch.Tensor | None:
+        """The clean gradient of the public view ψ(x) on an independently Poisson-sampled batch (None if empty)."""
+        fidx = (torch.rand(self.n, generator=self.g_feature) < self.q).nonzero().squeeze(1)
+        if fidx.numel() == 0:
+            return None
+        if self.public.blurred_set is not None:
+            fb = pose_batch(self.net, self.public.blurred_set, fidx, device=self.dev)
+        else:
+            fb = pose_batch(self.net, self.private_set, fidx, device=self.dev, transform=self.psi)
+        ploss = pose_loss(self.fwd(fb[0]), *fb[1:])
+        gp = torch.autograd.grad(ploss, list(self.params.values()), allow_unused=True)
+        window["public_loss"] += float(ploss.detach())
+        return torch.cat([(torch.zeros_like(p) if t is None else t).reshape(-1)
+                          for p, t in zip(self.params.values(), gp)]).detach()
+
+    def _private_step(self, step: int, window: dict[str, float]) -> None:
+        if self.method in _PROJECTED and (self.subspace is None or step % self.sub_refresh == 0):
+            self._refresh_subspace()
+        idx = (torch.rand(self.n, generator=self.g_sample) < self.q).nonzero().squeeze(1)
+        batch = pose_batch(self.net, self.private_set, idx, device=self.dev)
+        cs = private_clipped_sum(self.fwd, batch, method=self.method, clip=self.c_norm,
+                                 per_sample_method=self.dp.per_sample_method)
+        g = (cs.flat() if self.no_noise else
+             add_gaussian_noise(cs.flat(), clip=self.c_norm, noise_multiplier=self.sigma, generator=self.g_noise)) / self.bsz
+        self.acc_steps += 1
+        if self.subspace is not None:
+            g = self.subspace.project(g)
+        if self.method in _FEATURE:
+            gp = self._public_view_gradient(window)
+            if gp is not None:
+                g = g + self.pub_w * gp
+        for p, gg in zip(self.params.values(), unflatten_grads(g, self.params).values()):
+            p.grad = gg.clone()
+        window["loss"] += float(cs.loss)
+        window["bs"] += cs.batch_size
+        if cs.batch_size:
+            window["clipped"] += float((cs.norms > self.c_norm).sum())
+            window["clipped_n"] += cs.batch_size
+
+    def _log_entry(self, step: int, epoch: int, window: dict[str, float]) -> dict[str, Any]:
+        entry: dict[str, Any] = {"step": step, "epoch": epoch + 1, "loss": window["loss"] / window["n"],
+                                 "batch_size": window["bs"] / window["n"]}
+        if self.private:
+            entry["eps_so_far"] = math.inf if self.no_noise else epsilon_from_history(
+                [(self.sigma, self.q, self.acc_steps)], delta=self.dlt, accountant=self.acct,
+                neighbouring=self.relation)
+            entry["clipped_fraction"] = (window["clipped"] / window["clipped_n"] if window["clipped_n"]
+                                         else float("nan"))
+        else:
+            entry["eps_so_far"] = math.inf
+        if self.method in _FEATURE:
+            entry["public_loss"] = window["public_loss"] / window["n"]
+        if self.subspace is not None:
+            entry["subspace_rank"] = self.subspace.rank
+        return entry
+
+    # -- the loop ----------------------------------------------------------------------------------------------
+    def run(self, *, progress: bool = False) -> TrainResult:
+        """Train for the planned steps and return the result with the guarantee of the steps actually run."""
+        self.subspace: PublicSubspace | None = None
+        self.acc_steps = 0
+        history: list[dict[str, Any]] = []
+        window = _new_window()
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=self.total, desc=f"train[{self.method}]")
+        step = 0
+        for epoch in range(self.schedule.epochs):
+            perm = torch.randperm(self.n, generator=self.g_sample) if self.method == "nonprivate" else None
+            for j in range(self.steps_per_epoch):
+                self.opt.zero_grad(set_to_none=True)
+                if perm is not None:
+                    self._nonprivate_step(perm, j, window)
+                else:
+                    self._private_step(step, window)
+                self.opt.step()
+                step += 1
+                window["n"] += 1
+                if bar is not None:
+                    bar.update(1)
+                if step % self.log_every == 0 or step == self.total:
+                    history.append(self._log_entry(step, epoch, window))
+                    window = _new_window()
+        if bar is not None:
+            bar.close()
+        self.opt.zero_grad(set_to_none=True)
+        return TrainResult(model=self.net, guarantee=self._guarantee(), history=history, steps=step,
+                           sample_rate=self.q, noise_multiplier=self.sigma, method=self.method, config=self._config())
+
+    def _config(self) -> dict[str, Any]:
+        dp, s = self.dp, self.schedule
+        return {
+            "method": self.method, "epsilon": self.eps_req, "delta": self.dlt, "clip": self.c_norm,
+            "epochs": s.epochs, "batch_size": self.bsz, "k": self.sub_k, "refresh": self.sub_refresh,
+            "n_public": self.m_pub, "blur": None if self.psi is None else self.psi.describe(), "lr": float(s.lr),
+            "seed": self.seed, "accountant": self.acct, "neighbouring": self.relation,
+            "public_weight": self.pub_w if self.method in _FEATURE else None, "optimizer": s.optimizer,
+            "weight_decay": float(s.weight_decay), "n_private": self.n, "device": str(self.dev), "secure": dp.secure,
+            "cached_features": self.cached,
+        }
+
+    def _guarantee(self) -> PrivacyGuarantee:
+        if self.no_noise:
+            return PrivacyGuarantee(
+                epsilon=math.inf, delta=1.0,
+                neighbours=Neighbouring(relation="replace-one" if self.relation == "substitution" else "add-remove-one",
+                                        unit=_RECORD_UNIT, detail="no noise: no relation is protected"),
+                protects="nothing: a no-noise control (noise_multiplier=0), for diagnosis only",
+                event=NonPrivateDpEvent(),
+                processing=(f"{self.method} with clipping (C={self.c_norm:g}) and everything else of the method, "
+                            "but no noise",),
+            )
+        if self.private:
+            eps = epsilon_from_history([(self.sigma, self.q, self.acc_steps)], delta=self.dlt, accountant=self.acct,
+                                       neighbouring=self.relation)
+            return _guarantee(self.method, epsilon_req=self.eps_req, delta=self.dlt, eps=eps, sigma=self.sigma,
+                              clip=self.c_norm, q=self.q, steps=self.acc_steps, accountant=self.acct, blur=self.psi,
+                              k=self.sub_k, public_weight=self.pub_w, refresh=self.sub_refresh)
+        return PrivacyGuarantee(
+            epsilon=math.inf, delta=1.0,
+            neighbours=Neighbouring(relation="add-remove-one", unit=_RECORD_UNIT,
+                                    detail="non-private training: no relation is protected"),
+            protects="nothing: non-private training", event=NonPrivateDpEvent(),
+            processing=("non-private minibatch training (no clipping, no noise)",),
+        )
+
+
+def make_private(
+    model: nn.Module | None,
+    private_set: PoseSet,
+    *,
+    method: Method,
+    dp: DPSpec | None = None,
+    public: PublicSpec | None = None,
+    schedule: Schedule | None = None,
+    seed: int = 0,
+    device: str | torch.device = "auto",
+    warm_start: Any = None,
+) -> PrivateTrainer:
+    """The user's model and data in, a (private) training loop out — call ``.run()`` on it.
+
+    Args:
+        model: a :class:`~privkit.dppose.model.PoseNet` (copied, not modified), or None for
+            :func:`build_pose_model` at the data's image size (initialised with ``seed``).
+        private_set: the private training data: images, or :class:`~privkit.dppose.features.CachedFeatures` of the
+            model's frozen part (frozen fine-tuning: a step then runs only the trainable part; the public and blurred
+            sets must be cached features too).
+        method: ``"nonprivate"``, ``"dpsgd"``, ``"projected"``, ``"feature"`` or ``"feature_projective"`` (module
+            docstring).
+        dp: a :class:`DPSpec` (required by the private methods: ε or a noise multiplier, δ and the clip).
+        public: a :class:`PublicSpec` (the projected and feature methods).
+        schedule: a :class:`Schedule` (default: 1 epoch, batch 32, AdamW at 1e-3).
+        seed: seed of the model initialisation, the sampling and the noise.
+        device: ``"auto"``, ``"cpu"``, ``"cuda"`` or a ``torch.device``.
+        warm_start: initial weights: a state dict, a model, or a path (``.safetensors`` or a ``torch.save`` file,
+            loaded with ``weights_only=True``).
+
+    Raises:
+        UnknownNameError: unknown ``method``, accountant or optimizer.
+        InvalidArgumentError: out-of-range settings (``epsilon <= 0``, ``delta`` outside (0, 1), ``clip <= 0``,
+            ``k > m``, ...), a public set that is not disjoint, a spec of the wrong type.
+        InsufficientDataError: an empty private or public set.
+        PrivacyBudgetError: the target epsilon cannot be reached.
+    """
+    return PrivateTrainer(model, private_set, method=method, dp=dp, public=public, schedule=schedule, seed=seed,
+                          device=device, warm_start=warm_start)
+
+
 def train(
     model: nn.Module | None,
     private_set: PoseSet,
     *,
     method: Method,
-    epsilon: float | None = None,
-    delta: float | None = None,
-    clip: float | None = None,
-    epochs: int = 1,
-    batch_size: int = 32,
-    public_set: PoseSet | None = None,
-    k: int | None = None,
-    refresh: int | None = None,
-    blur: GaussianBlur | tuple[int, float] | None = None,
-    lr: float = 1e-3,
+    dp: DPSpec | None = None,
+    public: PublicSpec | None = None,
+    schedule: Schedule | None = None,
     seed: int = 0,
     device: str | torch.device = "auto",
-    accountant: Literal["prv", "rdp", "pld"] = "prv",
     warm_start: Any = None,
     progress: bool = False,
-    public_weight: float = 1.0,
-    n_public: int | None = None,
-    optimizer: Literal["adamw", "sgd"] = "adamw",
-    weight_decay: float = 0.0,
-    log_every: int | None = None,
-    per_sample_method: Literal["auto", "vmap", "hooks"] = "auto",
-    max_noise_multiplier: float = 1e4,
-    noise_multiplier: float | None = None,
-    secure: bool = False,
-    blurred_set: PoseSet | None = None,
 ) -> TrainResult:
-    """Train a pose network, privately or not.
-
-    Args:
-        model: A :class:`~privkit.dppose.model.PoseNet` (copied, not
-            modified), or None for :func:`build_pose_model` at the data's
-            image size (initialised with ``seed``).
-        private_set: The private training data: images, or
-            :class:`~privkit.dppose.features.CachedFeatures` of the model's
-            frozen part (frozen fine-tuning: a step then runs only the
-            trainable part; ``public_set`` and ``blurred_set`` must be cached
-            features too).
-        method: ``"nonprivate"``, ``"dpsgd"``, ``"projected"``, ``"feature"``
-            or ``"feature_projective"`` (see the module docstring).
-        epsilon: Target epsilon ``> 0`` (private methods).
-        delta: Target delta in ``(0, 1)`` (private methods).
-        clip: Clipping norm ``C > 0`` (private methods).
-        epochs: Number of epochs ``>= 1``; the planned number of steps is
-            ``epochs * round(n / batch_size)``.
-        batch_size: Expected (Poisson) batch size ``B``, ``1 <= B <= n``; ``q = B / n``.
-        public_set: Public data DISJOINT from ``private_set`` (no shared
-            identity, no shared image); needed by the projected methods.
-        k: Subspace rank, ``1 <= k <= m`` (projected methods).
-        refresh: Recompute the subspace every ``refresh`` steps (default 50,
-            as the public code).
-        blur: ``psi`` for the feature methods: a :class:`GaussianBlur` or
-            ``(kernel_size, sigma)``; default the paper's blur scaled to the
-            image height (:meth:`GaussianBlur.for_size`).
-        blurred_set: The public view ``psi(x)`` of every private record,
-            precomputed, row for row (same keypoints); required by the feature
-            methods when ``private_set`` holds cached features (cache it with
-            ``cache_features(model, private_set_images, transform=psi)``),
-            and then ``blur`` only describes it.
-        lr: Learning rate ``> 0``.
-        seed: Seed of the model initialisation, the sampling and the noise.
-        device: ``"auto"``, ``"cpu"``, ``"cuda"`` or a ``torch.device``.
-        accountant: ``"prv"`` (default), ``"rdp"`` or ``"pld"``, for the add/remove methods (DP-SGD, projected).
-            The feature methods are accounted under substitution (replace-one), which only ``"pld"``
-            (dp-accounting) covers, so they always use it; ``TrainResult.config["accountant"]`` says which ran.
-        warm_start: Initial weights: a state dict, a model, or a path
-            (``.safetensors`` or a ``torch.save`` file, loaded with
-            ``weights_only=True``).
-        progress: Show a tqdm progress bar.
-        public_weight: Weight of the public-view gradient (feature methods; default 1).
-        n_public: Public gradients per subspace estimate ``m`` (default all of
-            ``public_set``; a fresh seeded sample of ``m`` at each refresh otherwise).
-        optimizer: ``"adamw"`` (the public code's) or ``"sgd"`` (momentum 0.9).
-        weight_decay: Weight decay of the optimiser.
-        log_every: Log a history entry every this many steps (default: once
-            per epoch) and at the last step.
-        per_sample_method: ``"auto"``, ``"hooks"`` or ``"vmap"`` (see :mod:`privkit.dppose.grads`).
-        max_noise_multiplier: Largest noise multiplier the calibration may use.
-        noise_multiplier: Use this ``sigma`` instead of calibrating it to
-            ``epsilon`` (e.g. to reproduce a paper's noise level); ``epsilon`` may
-            then be None.  The guarantee is computed from the steps run either way
-            and flags a requested ``epsilon`` that is not met.  ``0`` runs the
-            method's clipping, projection and public view *without noise*: a
-            diagnostic control that is NOT private (its guarantee says
-            ``epsilon = inf``); ``epsilon`` must then be None.
-        secure: Draw the Poisson sampling and the noise from generators seeded
-            with the operating system's entropy instead of ``seed`` (what a
-            deployment needs; ``seed`` then only initialises the model).  The
-            samplers are still not hardened against floating-point attacks.
-
-    Returns:
-        A :class:`TrainResult`.
-
-    Raises:
-        UnknownNameError: unknown ``method``, ``accountant`` or ``optimizer``.
-        InvalidArgumentError: out-of-range arguments (``epsilon <= 0``,
-            ``delta`` outside (0, 1), ``clip <= 0``, ``k > m``, ...), a public
-            set that is not disjoint.
-        InsufficientDataError: an empty private or public set.
-        PrivacyBudgetError: the target epsilon cannot be reached.
-    """
-    check_choice("method", method, METHODS)
-    check_choice("accountant", accountant, ACCOUNTANTS)
-    check_choice("optimizer", optimizer, ("adamw", "sgd"))
-    check_choice("per_sample_method", per_sample_method, ("auto", "vmap", "hooks"))
-    _check_poseset("private_set", private_set)
-    n = len(private_set)
-    if n == 0:
-        raise InsufficientDataError("private_set is empty; need at least 1 record")
-    epochs = check_int("epochs", epochs, minimum=1)
-    bsz = check_int("batch_size", batch_size, minimum=1, maximum=n)
-    lr_v = check_positive("lr", lr)
-    seed = check_int("seed", seed, minimum=0)
-    wd = check_real("weight_decay", weight_decay)
-    if wd < 0:
-        raise InvalidArgumentError(f"weight_decay must be >= 0, got {wd}")
-    pub_w = check_real("public_weight", public_weight)
-    dev = resolve_device(device)
-
-    private = method in _PRIVATE
-    eps_req = dlt = c_norm = None
-    if private:
-        if (epsilon is None and noise_multiplier is None) or delta is None or clip is None:
-            raise InvalidArgumentError(f"method={method!r} needs epsilon (or noise_multiplier), delta and clip")
-        eps_req = None if epsilon is None else check_epsilon(epsilon)
-        dlt = check_delta(delta)
-        c_norm = check_positive("clip", clip)
-    sub_k = sub_refresh = m_pub = None
-    if method in _PROJECTED:
-        if public_set is None:
-            raise InsufficientDataError(f"method={method!r} needs a public_set (disjoint from private_set)")
-        _check_poseset("public_set", public_set)
-        if len(public_set) == 0:
-            raise InsufficientDataError("public_set is empty; the projected methods need m >= k public samples")
-        m_pub = len(public_set) if n_public is None else check_int("n_public", n_public, minimum=1,
-                                                                     maximum=len(public_set))
-        if k is None:
-            raise InvalidArgumentError(f"method={method!r} needs the subspace rank k")
-        sub_k = check_int("k", k, minimum=1, maximum=m_pub)
-        sub_refresh = 50 if refresh is None else check_int("refresh", refresh, minimum=1)
-        _check_disjoint(private_set, public_set)
-    cached = isinstance(private_set, CachedFeatures)
-    if cached and method in _PROJECTED and not isinstance(public_set, CachedFeatures):
-        raise InvalidArgumentError("private_set holds cached features, so public_set must be CachedFeatures of the "
-                                   "same frozen part")
-    if method in _FEATURE and blurred_set is not None:
-        _check_poseset("blurred_set", blurred_set)
-        if len(blurred_set) != n or not torch.equal(blurred_set.keypoints, private_set.keypoints):
-            raise InvalidArgumentError("blurred_set must hold psi(x) of every private record, row for row (same "
-                                       f"length {n} and keypoints as private_set)")
-        if isinstance(blurred_set, CachedFeatures) != cached:
-            raise InvalidArgumentError("blurred_set and private_set must both be images or both be cached features")
-    elif method in _FEATURE and cached:
-        raise InvalidArgumentError(f"method={method!r} on cached features needs blurred_set: the cached features of "
-                                   "psi(x) for every private record (cache_features(..., transform=psi))")
-    psi: GaussianBlur | None = None
-    if method in _FEATURE:
-        if blur is None:
-            height = private_set.input_size[0] if cached else int(private_set.images.shape[-2])
-            psi = GaussianBlur.for_size(int(height))
-        elif isinstance(blur, GaussianBlur):
-            psi = blur
-        elif isinstance(blur, (tuple, list)) and len(blur) == 2:
-            psi = GaussianBlur(kernel_size=blur[0], sigma=blur[1])
-        else:
-            raise InvalidArgumentError(f"blur must be a GaussianBlur or (kernel_size, sigma), got {blur!r}")
-
-    # model
-    if model is None:
-        if cached:
-            raise InvalidArgumentError("private_set holds cached features; pass the model they were computed with")
-        hw = tuple(private_set.images.shape[-2:])
-        net: nn.Module = build_pose_model(hw, seed=seed)
-    else:
-        if not isinstance(model, nn.Module) or not all(hasattr(model, a) for a in ("targets", "input_size", "predict")):
-            raise InvalidArgumentError("model must be a privkit PoseNet (or None for the default network)")
-        net = copy.deepcopy(model)
-    if warm_start is not None:
-        _load_warm_start(net, warm_start)
-    net = net.to(dev).train()
-    _check_poseset("private_set", private_set, net, finite=False)  # values were checked above; now the shape
-    if public_set is not None and method in _PROJECTED:
-        _check_poseset("public_set", public_set, net, finite=False)
-    if blurred_set is not None and method in _FEATURE:
-        _check_poseset("blurred_set", blurred_set, net, finite=False)
-    check_per_record_model(net)
-    params = trainable_parameters(net)
-    fwd: nn.Module = _FromFeatures(net) if cached else net  # what a step differentiates
-    if not params:
-        raise InvalidArgumentError("model has no trainable parameters")
-
-    steps_per_epoch = max(1, int(round(n / bsz)))
-    total = epochs * steps_per_epoch
-    q = bsz / n
-    sigma = None
-    relation = neighbouring_for(method) if private else "add_remove"
-    acct = accountant_for(relation, accountant)
-    no_noise = private and noise_multiplier is not None and check_real("noise_multiplier", noise_multiplier) == 0.0
-    if no_noise and epsilon is not None:
-        raise InvalidArgumentError("noise_multiplier=0 (the no-noise control) is not private; pass epsilon=None")
-    if no_noise:
-        sigma = 0.0
-    elif private and noise_multiplier is not None:
-        sigma = check_positive("noise_multiplier", noise_multiplier)
-    elif private:
-        sigma = noise_multiplier_for(target_epsilon=eps_req, delta=dlt, sample_rate=q, steps=total,
-                                     accountant=acct, max_noise_multiplier=max_noise_multiplier,
-                                     neighbouring=relation)
-    if not isinstance(secure, bool):
-        raise InvalidArgumentError(f"secure must be a bool, got {secure!r}")
-    if secure:
-        g_sample, g_public, g_feature = (make_generator(secure=True) for _ in range(3))
-        g_noise = make_generator(secure=True, device=dev)
-    else:
-        s_sample, s_noise, s_public, s_feature = _seeds(seed, 4)
-        g_sample = torch.Generator().manual_seed(s_sample)
-        g_public = torch.Generator().manual_seed(s_public)
-        g_feature = torch.Generator().manual_seed(s_feature)
-        g_noise = torch.Generator(device=dev).manual_seed(s_noise)
-
-    if optimizer == "adamw":
-        opt = torch.optim.AdamW(list(params.values()), lr=lr_v, weight_decay=wd)
-    else:
-        opt = torch.optim.SGD(list(params.values()), lr=lr_v, momentum=0.9, weight_decay=wd)
-    log_every_v = steps_per_epoch if log_every is None else check_int("log_every", log_every, minimum=1)
-
-    history: list[dict[str, Any]] = []
-    subspace: PublicSubspace | None = None
-    acc_steps = 0
-    window = {"loss": 0.0, "bs": 0.0, "clipped": 0.0, "clipped_n": 0, "public_loss": 0.0, "n": 0}
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=total, desc=f"train[{method}]")
-    perm = None
-    step = 0
-    for epoch in range(epochs):
-        if method == "nonprivate":
-            perm = torch.randperm(n, generator=g_sample)
-        for j in range(steps_per_epoch):
-            opt.zero_grad(set_to_none=True)
-            if method == "nonprivate":
-                idx = perm[j * bsz:(j + 1) * bsz] if j < steps_per_epoch - 1 else perm[j * bsz:]
-                if idx.numel() == 0:
-                    idx = perm[:bsz]
-                batch = pose_batch(net, private_set, idx, device=dev)
-                loss = pose_loss(fwd(batch[0]), *batch[1:])
-                loss.backward()
-                window["loss"] += float(loss.detach())
-                window["bs"] += idx.numel()
-            else:
-                if method in _PROJECTED and (subspace is None or step % sub_refresh == 0):
-                    if m_pub == len(public_set):
-                        pidx = torch.arange(m_pub)
-                    else:
-                        pidx = torch.randperm(len(public_set), generator=g_public)[:m_pub]
-                    pub = pose_batch(net, public_set, pidx, device=dev)
-                    subspace = public_subspace_from_model(fwd, pose_loss, pub, k=sub_k, method=per_sample_method,
-                                                          allow_lower_rank=True)
-                mask = torch.rand(n, generator=g_sample) < q
-                idx = mask.nonzero().squeeze(1)
-                batch = pose_batch(net, private_set, idx, device=dev)
-                cs = private_clipped_sum(fwd, batch, method=method, clip=c_norm, per_sample_method=per_sample_method)
-                g = (cs.flat() if no_noise else
-                     add_gaussian_noise(cs.flat(), clip=c_norm, noise_multiplier=sigma, generator=g_noise)) / bsz
-                acc_steps += 1
-                if subspace is not None:
-                    g = subspace.project(g)
-                if method in _FEATURE:
-                    fmask = torch.rand(n, generator=g_feature) < q
-                    fidx = fmask.nonzero().squeeze(1)
-                    if fidx.numel() > 0:
-                        if blurred_set is not None:
-                            fb = pose_batch(net, blurred_set, fidx, device=dev)
-                        else:
-                            fb = pose_batch(net, private_set, fidx, device=dev, transform=psi)
-                        ploss = pose_loss(fwd(fb[0]), *fb[1:])
-                        gp = torch.autograd.grad(ploss, list(params.values()), allow_unused=True)
-                        gp_flat = torch.cat([(torch.zeros_like(p) if t is None else t).reshape(-1)
-                                             for p, t in zip(params.values(), gp)])
-                        g = g + pub_w * gp_flat.detach()
-                        window["public_loss"] += float(ploss.detach())
-                for p, gg in zip(params.values(), unflatten_grads(g, params).values()):
-                    p.grad = gg.clone()
-                window["loss"] += float(cs.loss)
-                window["bs"] += cs.batch_size
-                if cs.batch_size:
-                    window["clipped"] += float((cs.norms > c_norm).sum())
-                    window["clipped_n"] += cs.batch_size
-            opt.step()
-            step += 1
-            window["n"] += 1
-            if bar is not None:
-                bar.update(1)
-            if step % log_every_v == 0 or step == total:
-                entry: dict[str, Any] = {
-                    "step": step, "epoch": epoch + 1,
-                    "loss": window["loss"] / window["n"], "batch_size": window["bs"] / window["n"],
-                }
-                if private:
-                    entry["eps_so_far"] = math.inf if no_noise else epsilon_from_history(
-                        [(sigma, q, acc_steps)], delta=dlt, accountant=acct, neighbouring=relation)
-                    entry["clipped_fraction"] = (window["clipped"] / window["clipped_n"]
-                                                 if window["clipped_n"] else float("nan"))
-                else:
-                    entry["eps_so_far"] = math.inf
-                if method in _FEATURE:
-                    entry["public_loss"] = window["public_loss"] / window["n"]
-                if subspace is not None:
-                    entry["subspace_rank"] = subspace.rank
-                history.append(entry)
-                window = {"loss": 0.0, "bs": 0.0, "clipped": 0.0, "clipped_n": 0, "public_loss": 0.0, "n": 0}
-    if bar is not None:
-        bar.close()
-    opt.zero_grad(set_to_none=True)
-
-    config = {
-        "method": method, "epsilon": eps_req, "delta": dlt, "clip": c_norm, "epochs": epochs, "batch_size": bsz,
-        "k": sub_k, "refresh": sub_refresh, "n_public": m_pub, "blur": None if psi is None else psi.describe(),
-        "lr": lr_v, "seed": seed, "accountant": acct, "neighbouring": relation, "public_weight": pub_w if method in _FEATURE else None,
-        "optimizer": optimizer, "weight_decay": wd, "n_private": n, "device": str(dev), "secure": secure, "cached_features": cached,
-    }
-    if no_noise:
-        guarantee = PrivacyGuarantee(
-            epsilon=math.inf, delta=1.0, neighbouring="any change of the training data",
-            protects="nothing: a no-noise control (noise_multiplier=0), for diagnosis only",
-            mechanism=f"{method} with clipping (C={c_norm:g}) and everything else of the method, but no noise",
-        )
-    elif private:
-        eps = epsilon_from_history([(sigma, q, acc_steps)], delta=dlt, accountant=acct, neighbouring=relation)
-        guarantee = _guarantee(method, epsilon_req=eps_req, delta=dlt, eps=eps, sigma=sigma, clip=c_norm, q=q,
-                               steps=acc_steps, accountant=acct, blur=psi, k=sub_k, public_weight=pub_w,
-                               refresh=sub_refresh)
-    else:
-        guarantee = PrivacyGuarantee(
-            epsilon=math.inf, delta=1.0, neighbouring="any change of the training data",
-            protects="nothing: non-private training", mechanism="non-private minibatch training (no clipping, no noise)",
-        )
-    return TrainResult(model=net, guarantee=guarantee, history=history, steps=step, sample_rate=q,
-                       noise_multiplier=sigma, method=method, config=config)
+    """Train a pose network, privately or not: ``make_private(...).run(progress=progress)`` (see
+    :func:`make_private` for the arguments)."""
+    return make_private(model, private_set, method=method, dp=dp, public=public, schedule=schedule, seed=seed,
+                        device=device, warm_start=warm_start).run(progress=progress)

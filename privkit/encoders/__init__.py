@@ -17,11 +17,12 @@ Encoder modules are imported lazily by :func:`load_encoder`, so ``import privkit
 
 from __future__ import annotations
 
-from .base import ENCODER_KINDS, Encoder, EncoderKind
+from .base import ENCODER_KINDS, Encoder, EncoderKind, embed_images
 from .pose_models import PoseModel, PoseModelInfo, PosePrediction, list_pose_models, load_pose_model, pose_model_table
 from .registry import SCALES, EncoderInfo, encoder_names, encoder_table, list_encoders, load_encoder
 
 __all__ = [
+    "embed_images",
     "ENCODER_KINDS",
     "SCALES",
     "Encoder",

@@ -7,7 +7,7 @@ from typing import Literal
 import torch
 
 from .._validate import check_int, check_tensor
-from ..errors import InvalidArgumentError, ShapeError
+from ..errors import InsufficientDataError, InvalidArgumentError, ShapeError
 
 EncoderKind = Literal["face-recognition", "face-nonidentity", "general", "hash", "pixels"]
 ENCODER_KINDS: tuple[str, ...] = ("face-recognition", "face-nonidentity", "general", "hash", "pixels")
@@ -94,3 +94,44 @@ class Encoder(torch.nn.Module):
 
     def extra_repr(self) -> str:
         return f"name={self.name!r}, kind={self.kind!r}, dim={self.dim}, input_size={self.input_size}"
+
+
+@torch.no_grad()
+def embed_images(
+    encoder: object,
+    images: torch.Tensor,
+    *,
+    batch_size: int = 64,
+    dtype: torch.dtype = torch.float32,
+    name: str = "images",
+) -> torch.Tensor:
+    """Unit-norm embeddings ``(N, D)`` of ``(N, 3, H, W)`` images, in ``dtype``: the one embedding helper of privkit.
+
+    ``encoder`` is a privkit :class:`Encoder` (its batched ``embed`` is used) or any callable mapping a
+    ``(B, 3, H, W)`` batch to ``(B, D)`` features; rows are cast to ``dtype`` and L2-normalised here.
+
+    Raises:
+        ShapeError: ``images`` is not ``(N, 3, H, W)`` floating point, or the encoder does not return one row per
+            image.
+        InsufficientDataError: empty ``images`` with a plain callable (its feature width is unknown).
+        InvalidArgumentError: ``encoder`` is neither an Encoder nor callable, or it returns NaN or inf.
+    """
+    check_tensor(name, images, ndim=4, floating=True)
+    if images.shape[1] != 3:
+        raise ShapeError(f"{name} must have shape (N, 3, H, W), got {tuple(images.shape)}")
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    if callable(getattr(encoder, "embed", None)):
+        feats = encoder.embed(images, batch_size=batch_size)
+    elif callable(encoder):
+        if images.shape[0] == 0:
+            raise InsufficientDataError(f"{name} is empty")
+        feats = torch.cat([torch.as_tensor(encoder(images[i : i + batch_size]))
+                           for i in range(0, images.shape[0], batch_size)])
+    else:
+        raise InvalidArgumentError(f"encoder must be a privkit Encoder or a callable, got {type(encoder).__name__}")
+    if feats.ndim != 2 or feats.shape[0] != images.shape[0]:
+        raise ShapeError(f"the encoder must return (N, D) embeddings for N={images.shape[0]} {name}, "
+                         f"got {tuple(feats.shape)}")
+    if not bool(torch.isfinite(feats).all()):
+        raise InvalidArgumentError(f"the encoder returned NaN or inf embeddings of {name}")
+    return torch.nn.functional.normalize(feats.detach().to(dtype), dim=1)

@@ -137,7 +137,7 @@ def _avail_ssl(_: object) -> tuple[bool, str]:
     if not _has_module("privkit.encoders.ssl_small"):
         return False, "privkit.encoders.ssl_small is not present in this checkout"
     if not _SSL_ASSET.is_file():
-        return False, f"missing {_SSL_ASSET} (train it with `python -m privkit.encoders.ssl_train`)"
+        return False, f"missing {_SSL_ASSET} (train it with `python tools/train_ssl_small.py`)"
     return True, str(_SSL_ASSET)
 
 

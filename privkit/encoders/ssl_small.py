@@ -4,7 +4,7 @@ It plays the role of a general-purpose image encoder (CLIP / DINOv2 in the paper
 on two CPU cores in minutes and ships with the repository. The network is a plain 9-layer convolutional
 net with GroupNorm, trained with SimCLR's NT-Xent objective on unlabelled images only (random crops of
 scikit-image's bundled photos, scikit-image's ``lfw_subset`` as unlabelled images, and scikit-learn's
-digits rendered as RGB images; no identity labels, see :mod:`privkit.encoders.ssl_train`). The
+digits rendered as RGB images; no identity labels, see ``tools/train_ssl_small.py``). The
 projection head used during training is dropped: the encoder outputs the 256-d globally pooled features
 of the backbone, L2-normalised.
 
@@ -287,7 +287,7 @@ def load_ssl_small(
 
     weights = Path(weights) if weights is not None else SSL_SMALL_WEIGHTS
     metadata = Path(metadata) if metadata is not None else weights.with_suffix(".json")
-    how = "Regenerate it with `python -m privkit.encoders.ssl_train --out privkit/assets/ssl_small.safetensors`."
+    how = "Regenerate it with `python tools/train_ssl_small.py --out privkit/assets/ssl_small.safetensors`."
     if not weights.is_file():
         raise MissingResourceError("The ssl-small weights", expected_at=str(weights), how_to_get=how)
     if not metadata.is_file():

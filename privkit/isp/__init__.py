@@ -8,7 +8,7 @@ Modules:
     projection: :class:`IdentitySanitizer` → :class:`IdentityProjector` (ISP), LEACE and INLP baselines,
         :func:`principal_angles`.
     verification: open-set few-shot verification, TAR at low FAR from chunked all-pairs impostor scores,
-        identity bootstrap (:func:`evaluate_verification`, :func:`tar_at_far`, :func:`pairwise_tar_at_far`).
+        identity bootstrap (:func:`evaluate_verification`, :func:`pairwise_tar_at_far`; the shared TAR-at-FAR rule is :mod:`privkit.metrics`).
     probes: raw, ridge and MLP attacker probes.
     attribution: FCR, FII, CPI(σ), B*.
     inversion: regression (Vec2Face-like) and optimisation (ALSUV-like) template inversion.
@@ -19,11 +19,9 @@ from .attribution import (
     BStarResult,
     background_dominance,
     context_preference_curve,
-    embed_images,
     equal_area_context_regions,
     face_coverage_ratio,
     face_importance_index,
-    gaussian_blur,
     perturb_region,
     summarise_by_fcr,
 )
@@ -40,10 +38,10 @@ from .inversion import (
     ridge_predict,
     train_regression_inverter,
     train_ridge_inverter,
-    wilson_interval,
 )
 from .probes import (
     DEFAULT_RIDGE_LAMBDAS,
+    MLPOptions,
     MLPProbe,
     RawProbe,
     RidgeProbe,
@@ -69,18 +67,15 @@ from .utility import (
     simple_augment,
 )
 from .verification import (
-    DEFAULT_FARS,
-    DEFAULT_MIN_FALSE_ACCEPTS,
+    EmbeddingSplits,
+    VerificationProtocol,
     ImpostorScan,
     VerificationPairs,
     VerificationResult,
     evaluate_verification,
     pairwise_tar_at_far,
     scan_pairs,
-    smallest_resolvable_far,
     subsample_shots,
-    tar_at_far,
-    thresholds_at_far,
     pair_threshold,
     validation_tar,
 )
@@ -95,11 +90,6 @@ __all__ = [
     "principal_angles",
     "RANK_RULES",
     # verification
-    "DEFAULT_FARS",
-    "DEFAULT_MIN_FALSE_ACCEPTS",
-    "smallest_resolvable_far",
-    "thresholds_at_far",
-    "tar_at_far",
     "pairwise_tar_at_far",
     "VerificationPairs",
     "ImpostorScan",
@@ -109,6 +99,8 @@ __all__ = [
     "subsample_shots",
     "VerificationResult",
     "evaluate_verification",
+    "EmbeddingSplits",
+    "VerificationProtocol",
     # probes
     "DEFAULT_RIDGE_LAMBDAS",
     "RawProbe",
@@ -117,10 +109,9 @@ __all__ = [
     "select_ridge_probe",
     "MLPProbe",
     "fit_mlp_probe",
+    "MLPOptions",
     # attribution
-    "embed_images",
     "face_coverage_ratio",
-    "gaussian_blur",
     "perturb_region",
     "equal_area_context_regions",
     "face_importance_index",
@@ -140,7 +131,6 @@ __all__ = [
     "reference_threshold",
     "InversionResult",
     "inversion_success",
-    "wilson_interval",
     "inversion_audit",
     # utility
     "knn_accuracy",

@@ -39,12 +39,12 @@ import torch
 
 from .._validate import check_choice, check_int, check_nonnegative, check_real, check_tensor
 from ..errors import InsufficientDataError, InvalidArgumentError, ShapeError
+from ..encoders.base import embed_images
+from ..transforms import gaussian_blur
 
 __all__ = [
     "EncoderLike",
-    "embed_images",
     "face_coverage_ratio",
-    "gaussian_blur",
     "perturb_region",
     "equal_area_context_regions",
     "face_importance_index",
@@ -89,23 +89,6 @@ def _check_labels(name: str, labels: torch.Tensor, n: int) -> torch.Tensor:
     return labels.to(torch.int64)
 
 
-@torch.no_grad()
-def embed_images(encoder: EncoderLike, images: torch.Tensor, *, batch_size: int = 64) -> torch.Tensor:
-    """Unit-norm embeddings of ``images`` with an encoder-like object (``.embed`` if it has one, else a call)."""
-    _check_images(images)
-    batch_size = check_int("batch_size", batch_size, minimum=1)
-    if hasattr(encoder, "embed"):
-        out = encoder.embed(images, batch_size=batch_size)
-    else:
-        outs = [encoder(images[s : s + batch_size]) for s in range(0, images.shape[0], batch_size)]
-        out = torch.cat(outs) if outs else images.new_empty(0, 0)
-    if out.ndim != 2 or out.shape[0] != images.shape[0]:
-        raise ShapeError(f"the encoder must return (N, D) embeddings for N={images.shape[0]} images, got {tuple(out.shape)}")
-    if not bool(torch.isfinite(out).all()):
-        raise InvalidArgumentError("the encoder returned NaN or inf embeddings")
-    return torch.nn.functional.normalize(out.float(), dim=1)
-
-
 def face_coverage_ratio(masks: torch.Tensor) -> torch.Tensor:
     """FCR: the fraction of pixels covered by the face mask, per image. (N, 1, H, W) or (N, H, W) → (N,) float32."""
     m = _check_masks(masks)
@@ -115,27 +98,6 @@ def face_coverage_ratio(masks: torch.Tensor) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------------------------------
 # Perturbations and regions
 # ---------------------------------------------------------------------------------------------------------------------
-def gaussian_blur(images: torch.Tensor, sigma: float) -> torch.Tensor:
-    """Separable Gaussian blur with standard deviation ``sigma`` pixels (radius ⌈3σ⌉, reflect padding); σ = 0 copies.
-
-    The radius is capped at the image size − 1 (reflect padding needs it), which truncates very wide kernels.
-    """
-    _check_images(images)
-    sigma = check_nonnegative("sigma", sigma)
-    if sigma == 0:
-        return images.clone()
-    h, w = images.shape[-2:]
-    radius = max(1, min(int(math.ceil(3 * sigma)), h - 1, w - 1))
-    x = torch.arange(-radius, radius + 1, dtype=images.dtype, device=images.device)
-    k = torch.exp(-0.5 * (x / sigma) ** 2)
-    k = k / k.sum()
-    c = images.shape[1]
-    out = torch.nn.functional.pad(images, (radius, radius, 0, 0), mode="reflect")
-    out = torch.nn.functional.conv2d(out, k.view(1, 1, 1, -1).expand(c, 1, 1, -1), groups=c)
-    out = torch.nn.functional.pad(out, (0, 0, radius, radius), mode="reflect")
-    return torch.nn.functional.conv2d(out, k.view(1, 1, -1, 1).expand(c, 1, -1, 1), groups=c)
-
-
 def perturb_region(
     images: torch.Tensor,
     regions: torch.Tensor,
@@ -155,7 +117,7 @@ def perturb_region(
     r = _check_masks(regions, images, "regions").to(images.dtype)
     kind = check_choice("kind", kind, ("blur", "fill"))
     if kind == "blur":
-        repl = gaussian_blur(images, sigma)
+        repl = gaussian_blur(images, sigma, clip_radius=True)
     else:
         repl = images.mean(dim=(2, 3), keepdim=True).expand_as(images)
     return r * repl + (1 - r) * images

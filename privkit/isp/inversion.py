@@ -35,8 +35,10 @@ import torch
 
 from .._validate import check_int, check_nonnegative, check_positive, check_probability, check_tensor
 from ..errors import InsufficientDataError, InvalidArgumentError, ShapeError
-from .attribution import EncoderLike, _check_images, embed_images
-from .verification import DEFAULT_MIN_FALSE_ACCEPTS, VerificationPairs, pair_threshold
+from ..metrics import DEFAULT_MIN_FALSE_ACCEPTS, wilson_interval
+from ..encoders.base import embed_images
+from .attribution import EncoderLike, _check_images
+from .verification import VerificationPairs, pair_threshold
 
 __all__ = [
     "ConvDecoder",
@@ -50,7 +52,6 @@ __all__ = [
     "reference_threshold",
     "InversionResult",
     "inversion_success",
-    "wilson_interval",
     "inversion_audit",
     "describe_inversion_evidence",
 ]
@@ -559,20 +560,6 @@ def reference_threshold(
     return pair_threshold(pairs, z, far=far, min_false_accepts=min_false_accepts, argument="images")[0]
 
 
-def wilson_interval(successes: int, n: int, *, level: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion."""
-    from statistics import NormalDist
-
-    if n <= 0:
-        return (math.nan, math.nan)
-    zq = NormalDist().inv_cdf(0.5 + check_probability("level", level) / 2)
-    p = successes / n
-    den = 1 + zq * zq / n
-    centre = (p + zq * zq / (2 * n)) / den
-    half = zq * math.sqrt(p * (1 - p) / n + zq * zq / (4 * n * n)) / den
-    lo = 0.0 if successes == 0 else max(0.0, centre - half)
-    hi = 1.0 if successes == n else min(1.0, centre + half)
-    return (lo, hi)
 
 
 @dataclass(frozen=True, eq=False)

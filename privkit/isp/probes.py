@@ -25,9 +25,11 @@ import torch
 
 from .._validate import check_int, check_positive, check_tensor
 from ..errors import InsufficientDataError, InvalidArgumentError, ShapeError
-from .verification import DEFAULT_MIN_FALSE_ACCEPTS, VerificationPairs, validation_tar
+from ..metrics import DEFAULT_MIN_FALSE_ACCEPTS
+from .verification import VerificationPairs, validation_tar
 
 __all__ = [
+    "MLPOptions",
     "DEFAULT_RIDGE_LAMBDAS",
     "RawProbe",
     "RidgeProbe",
@@ -188,21 +190,45 @@ class MLPProbe(torch.nn.Module):
         return torch.nn.functional.normalize(self.features(x.to(self.fc1.weight.dtype)), dim=-1)
 
 
+@dataclass(frozen=True)
+class MLPOptions:
+    """The MLP probe's training set-up (Adam, cross-entropy over the probe-fit identities, early stopping).
+
+    Attributes:
+        hidden: widths of the two hidden layers.
+        lr: Adam's learning rate.
+        batch_size: minibatch size.
+        max_epochs: epochs at most.
+        patience: epochs without a better validation TAR before stopping.
+    """
+
+    hidden: tuple[int, int] = (512, 256)
+    lr: float = 1e-3
+    batch_size: int = 256
+    max_epochs: int = 50
+    patience: int = 5
+
+    def __post_init__(self) -> None:
+        check_positive("lr", self.lr)
+        check_int("batch_size", self.batch_size, minimum=1)
+        check_int("max_epochs", self.max_epochs, minimum=1)
+        check_int("patience", self.patience, minimum=1)
+        if len(tuple(self.hidden)) != 2:
+            raise InvalidArgumentError(f"hidden must hold two layer widths, got {self.hidden!r}")
+        for h in self.hidden:
+            check_int("hidden", h, minimum=1)
+
+
 def fit_mlp_probe(
     train_emb: torch.Tensor,
     train_id: torch.Tensor,
     val_emb: torch.Tensor,
     val_pairs: VerificationPairs,
     *,
-    hidden: tuple[int, int] = (512, 256),
-    lr: float = 1e-3,
-    batch_size: int = 256,
-    max_epochs: int = 50,
-    patience: int = 5,
+    options: MLPOptions | None = None,
     far: float = 1e-4,
     min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS,
-    generator: torch.Generator | None = None,
-    seed: int | None = None,
+    seed: int = 0,
     chunk_size: int | None = None,
 ) -> tuple[MLPProbe, pd.DataFrame]:
     """Train the MLP probe with cross-entropy over the probe-fit identities; early stopping on validation TAR.
@@ -213,21 +239,21 @@ def fit_mlp_probe(
     Args:
         train_emb, train_id: probe-fit embeddings (N, d) and identities.
         val_emb, val_pairs: validation embeddings and their planned pairs.
-        hidden, lr, batch_size, max_epochs, patience: the training set-up (Adam).
+        options: the training set-up (:class:`MLPOptions`; default 512-256 hidden units, Adam at 1e-3).
         far: selection FAR.
-        generator: seeds initialisation and shuffling (or give ``seed``).
+        seed: seeds the initialisation and the shuffling.
 
     Returns:
         (probe in eval mode, DataFrame with columns epoch, train_loss, val_tar).
     """
     check_tensor("train_emb", train_emb, ndim=2, floating=True)
     inv, m = _labels(train_id.to(train_emb.device), train_emb.shape[0], "train_id")
-    lr = check_positive("lr", lr)
-    batch_size = check_int("batch_size", batch_size, minimum=1)
-    max_epochs = check_int("max_epochs", max_epochs, minimum=1)
-    patience = check_int("patience", patience, minimum=1)
-    if generator is None:
-        generator = torch.Generator().manual_seed(0 if seed is None else int(seed))
+    options = MLPOptions() if options is None else options
+    if not isinstance(options, MLPOptions):
+        raise InvalidArgumentError(f"options must be an MLPOptions, got {type(options).__name__}")
+    hidden, lr, batch_size = options.hidden, options.lr, options.batch_size
+    max_epochs, patience = options.max_epochs, options.patience
+    generator = torch.Generator().manual_seed(check_int("seed", seed, minimum=0))
     dev = train_emb.device
     net = MLPProbe(train_emb.shape[1], m, hidden=tuple(hidden), generator=generator).to(dev)
     opt = torch.optim.Adam(net.parameters(), lr=lr)

@@ -30,7 +30,8 @@ import torch
 
 from .._validate import check_choice, check_int, check_positive, check_real, check_tensor
 from ..errors import InsufficientDataError, InvalidArgumentError, MissingResourceError, ShapeError
-from .attribution import EncoderLike, _check_images, embed_images
+from ..encoders.base import embed_images
+from .attribution import EncoderLike, _check_images
 
 __all__ = [
     "knn_accuracy",

@@ -48,13 +48,17 @@ from .._validate import (
 )
 from ..device import resolve_device
 from ..errors import InsufficientDataError, InvalidArgumentError, ShapeError
+from ..metrics import (
+    DEFAULT_FARS,
+    DEFAULT_MIN_FALSE_ACCEPTS,
+    _allowed_false_accepts,
+    _check_fars,
+    _topk_desc,
+    smallest_resolvable_far,
+    thresholds_at_far,
+)
 
 __all__ = [
-    "DEFAULT_FARS",
-    "DEFAULT_MIN_FALSE_ACCEPTS",
-    "smallest_resolvable_far",
-    "thresholds_at_far",
-    "tar_at_far",
     "VerificationPairs",
     "ImpostorScan",
     "scan_pairs",
@@ -63,135 +67,25 @@ __all__ = [
     "pair_threshold",
     "subsample_shots",
     "VerificationResult",
+    "EmbeddingSplits",
+    "VerificationProtocol",
     "evaluate_verification",
 ]
 
-#: FARs reported by default.
-DEFAULT_FARS: tuple[float, ...] = (1e-2, 1e-3, 1e-4, 1e-5, 1e-6)
-#: Minimum expected number of false accepts for a FAR to count as resolvable (see the module docstring).
-DEFAULT_MIN_FALSE_ACCEPTS = 10
 #: Score-matrix elements per chunk (rows × columns) when ``chunk_size`` is not given: 16 MiB of float32.
 _CHUNK_ELEMENTS = 1 << 22
 
 
-def smallest_resolvable_far(n_impostor_pairs: int, *, min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS) -> float:
-    """The smallest FAR that ``n_impostor_pairs`` can resolve: ``min_false_accepts / n_impostor_pairs``.
-
-    privkit's rule: a FAR is reported only if at least ``min_false_accepts`` (default 10) false accepts are expected
-    at it, i.e. the threshold is set by at least 10 impostor scores. With ~10 false accepts the count has a relative
-    standard deviation near 1/√10 ≈ 32% (Poisson), so the realised FAR is known within about a factor of two; below
-    that the threshold is a single extreme order statistic. Returns ``inf`` for zero pairs.
-    """
-    n = check_int("n_impostor_pairs", n_impostor_pairs, minimum=0)
-    k = check_int("min_false_accepts", min_false_accepts, minimum=1)
-    return math.inf if n == 0 else k / n
 
 
-def _check_fars(fars: float | Sequence[float]) -> tuple[float, ...]:
-    if isinstance(fars, (int, float)) and not isinstance(fars, bool):
-        fars = (fars,)
-    out = tuple(check_probability("fars", f) for f in fars)
-    if not out:
-        raise InvalidArgumentError("fars must contain at least one FAR in (0, 1)")
-    return out
 
 
-def _allowed_false_accepts(far: float, n: int) -> int:
-    """K = ⌊far · n⌋, robust to the float rounding of far · n (e.g. 1e-4 · 30000)."""
-    return int(math.floor(far * n * (1 + 1e-12)))
 
 
-def thresholds_at_far(
-    top_scores: torch.Tensor,
-    n_impostor_pairs: int,
-    fars: float | Sequence[float],
-    *,
-    min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS,
-) -> torch.Tensor:
-    """Thresholds τ(α) from the largest impostor scores (accept when score > τ).
-
-    Args:
-        top_scores: the largest impostor scores, sorted descending (at least ⌊α_max n⌋ + 1 of them, or all).
-        n_impostor_pairs: total number n of impostor pairs those scores were taken from.
-        fars: target FAR(s) α in (0, 1).
-        min_false_accepts: resolution rule (:func:`smallest_resolvable_far`).
-
-    Returns:
-        float64 tensor of thresholds, one per FAR; NaN where α < ``smallest_resolvable_far(n)``.
-    """
-    fars = _check_fars(fars)
-    check_tensor("top_scores", top_scores, ndim=1)
-    floor = smallest_resolvable_far(n_impostor_pairs, min_false_accepts=min_false_accepts)
-    out = torch.full((len(fars),), math.nan, dtype=torch.float64)
-    for i, far in enumerate(fars):
-        if far < floor * (1 - 1e-12):
-            continue
-        k = _allowed_false_accepts(far, n_impostor_pairs)
-        if k >= n_impostor_pairs:
-            continue
-        if k >= top_scores.numel():
-            raise InsufficientDataError(
-                f"top_scores: need the {k + 1} largest impostor scores for FAR {far:g} over {n_impostor_pairs} pairs, "
-                f"got {top_scores.numel()}"
-            )
-        out[i] = float(top_scores[k])
-    return out
 
 
-def _topk_desc(x: torch.Tensor, k: int) -> torch.Tensor:
-    k = min(k, x.numel())
-    return torch.topk(x, k, largest=True, sorted=True).values
 
 
-def tar_at_far(
-    genuine_scores: torch.Tensor,
-    impostor_scores: torch.Tensor,
-    *,
-    fars: float | Sequence[float] = DEFAULT_FARS,
-    min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS,
-) -> pd.DataFrame:
-    """TAR at FAR from explicit score vectors, with the threshold set on these impostor scores.
-
-    The threshold uses ``torch.topk`` on the impostor scores (no full sort). For embeddings use
-    :func:`pairwise_tar_at_far`, which scores all pairs in chunks without materialising them.
-
-    Args:
-        genuine_scores: (G,) scores of genuine (same-identity) pairs.
-        impostor_scores: (I,) scores of impostor pairs.
-        fars: target FAR(s).
-        min_false_accepts: resolution rule; FARs below ``min_false_accepts / I`` get NaN.
-
-    Returns:
-        DataFrame with columns far, threshold, tar, realised_far, resolvable, smallest_resolvable_far, n_genuine,
-        n_impostor.
-    """
-    fars = _check_fars(fars)
-    check_tensor("genuine_scores", genuine_scores, ndim=1, floating=True)
-    check_tensor("impostor_scores", impostor_scores, ndim=1, floating=True)
-    if genuine_scores.numel() == 0:
-        raise InsufficientDataError("genuine_scores: need at least 1 genuine score, got 0")
-    n_imp = int(impostor_scores.numel())
-    floor = smallest_resolvable_far(n_imp, min_false_accepts=min_false_accepts)
-    ks = [_allowed_false_accepts(f, n_imp) for f in fars if f >= floor * (1 - 1e-12)]
-    top = _topk_desc(impostor_scores, max(ks) + 1) if ks else impostor_scores.new_empty(0)
-    taus = thresholds_at_far(top, n_imp, fars, min_false_accepts=min_false_accepts)
-    rows = []
-    g = genuine_scores.double()
-    for far, tau in zip(fars, taus.tolist()):
-        ok = not math.isnan(tau)
-        rows.append(
-            {
-                "far": far,
-                "threshold": tau,
-                "tar": float((g > tau).double().mean()) if ok else math.nan,
-                "realised_far": float((impostor_scores.double() > tau).double().mean()) if ok else math.nan,
-                "resolvable": ok,
-                "smallest_resolvable_far": floor,
-                "n_genuine": int(genuine_scores.numel()),
-                "n_impostor": n_imp,
-            }
-        )
-    return pd.DataFrame(rows)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -663,26 +557,76 @@ def subsample_shots(
     return torch.sort(torch.cat(keep)).values
 
 
+@dataclass(frozen=True, eq=False)
+class EmbeddingSplits:
+    """The three identity-disjoint splits of an open-set protocol: unit-norm embeddings (N, d) and identities (N,).
+
+    ``train`` fits the attacker's probe (the probe-fit identities), ``val`` selects its hyperparameters and fixes the
+    thresholds, ``test`` is scored once. :func:`evaluate_verification` checks shapes, unit norm and disjointness.
+    """
+
+    train_emb: torch.Tensor
+    train_id: torch.Tensor
+    val_emb: torch.Tensor
+    val_id: torch.Tensor
+    test_emb: torch.Tensor
+    test_id: torch.Tensor
+
+    def map(self, fn: Any) -> "EmbeddingSplits":
+        """The same splits with ``fn`` applied to every embedding matrix (e.g. a sanitiser)."""
+        return EmbeddingSplits(fn(self.train_emb), self.train_id, fn(self.val_emb), self.val_id, fn(self.test_emb),
+                               self.test_id)
+
+
+@dataclass(frozen=True)
+class VerificationProtocol:
+    """How :func:`evaluate_verification` reads k, which FARs it reports and how it bootstraps.
+
+    Attributes:
+        k: shots, read according to ``k_mode``.
+        k_mode: ``"probe-shots"`` (k labelled images per probe-fit identity train the probe; templates use
+            ``enrol_shots`` images) or ``"enrol-shots"`` (k images per validation/test identity form each template;
+            the probe trains on ``probe_shots`` images per probe-fit identity, None: all).
+        probe_shots: probe-fit shots when ``k_mode="enrol-shots"``.
+        enrol_shots: template shots when ``k_mode="probe-shots"``.
+        fars: FARs to report.
+        select_far: FAR of the model-selection criterion (raised to the smallest FAR the validation pairs resolve if
+            it is below it; the value used is in ``settings``).
+        min_false_accepts: the resolution rule (:func:`privkit.metrics.smallest_resolvable_far`).
+        n_boot: identity-bootstrap resamples of the test identities (0: no intervals).
+        ci: interval level.
+    """
+
+    k: int = 16
+    k_mode: Literal["probe-shots", "enrol-shots"] = "probe-shots"
+    probe_shots: int | None = None
+    enrol_shots: int = 1
+    fars: float | Sequence[float] = DEFAULT_FARS
+    select_far: float = 1e-4
+    min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS
+    n_boot: int = 200
+    ci: float = 0.95
+
+    def __post_init__(self) -> None:
+        check_int("k", self.k, minimum=1)
+        check_choice("k_mode", self.k_mode, ("probe-shots", "enrol-shots"))
+        object.__setattr__(self, "fars", _check_fars(self.fars))
+        check_probability("select_far", self.select_far)
+        check_int("min_false_accepts", self.min_false_accepts, minimum=1)
+        check_int("enrol_shots", self.enrol_shots, minimum=1)
+        if self.probe_shots is not None:
+            check_int("probe_shots", self.probe_shots, minimum=1)
+        check_int("n_boot", self.n_boot, minimum=0)
+        check_probability("ci", self.ci)
+
+
 def evaluate_verification(
-    train_emb: torch.Tensor,
-    train_id: torch.Tensor,
-    val_emb: torch.Tensor,
-    val_id: torch.Tensor,
-    test_emb: torch.Tensor,
-    test_id: torch.Tensor,
+    splits: EmbeddingSplits,
     *,
     probe: Literal["raw", "ridge", "mlp"] = "raw",
-    k: int = 16,
-    k_mode: Literal["probe-shots", "enrol-shots"] = "probe-shots",
-    probe_shots: int | None = None,
-    enrol_shots: int = 1,
-    fars: float | Sequence[float] = DEFAULT_FARS,
-    select_far: float = 1e-4,
-    min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS,
+    protocol: VerificationProtocol | None = None,
     ridge_lambdas: Sequence[float] | None = None,
-    mlp_options: dict | None = None,
-    n_boot: int = 200,
-    ci: float = 0.95,
+    mlp_options: Any = None,
     seed: int = 0,
     chunk_size: int | None = None,
     device: str | torch.device | None = None,
@@ -703,26 +647,14 @@ def evaluate_verification(
       ``probe_shots`` images per probe-fit identity (default: all).
 
     Args:
-        train_emb, train_id: probe-fit embeddings (N, d), unit norm, and identities.
-        val_emb, val_id: validation split (identities disjoint from the others).
-        test_emb, test_id: test split.
+        splits: the probe-fit, validation and test splits (:class:`EmbeddingSplits`).
         probe: ``"raw"``, ``"ridge"`` or ``"mlp"``.
-        k: shots, read according to ``k_mode``.
-        k_mode: ``"probe-shots"`` or ``"enrol-shots"``.
-        probe_shots: probe-fit shots when ``k_mode="enrol-shots"`` (None: all images). The raw probe fits nothing
-            and reports 0.
-        enrol_shots: template shots when ``k_mode="probe-shots"``.
-        fars: FARs to report.
-        select_far: FAR of the model-selection criterion (raised to the smallest FAR the validation pairs
-            resolve if it is below it; the value used is in ``settings``).
-        min_false_accepts: resolution rule (:func:`smallest_resolvable_far`).
+        protocol: k, its reading, FARs, selection FAR and bootstrap (:class:`VerificationProtocol`; default k = 16).
         ridge_lambdas: λ grid for the ridge probe (default 13 values, 1e-3 … 1e3).
-        mlp_options: keyword arguments for :func:`privkit.isp.probes.fit_mlp_probe`.
-        n_boot: identity-bootstrap resamples of the test identities (0: no intervals).
-        ci: interval level.
+        mlp_options: :class:`privkit.isp.probes.MLPOptions` for the MLP probe.
         seed: seeds shot subsampling, template draws, the MLP and the bootstrap.
         chunk_size: rows per scoring chunk.
-        device: where to compute (default: the device of ``train_emb``).
+        device: where to compute (default: the device of ``splits.train_emb``).
 
     Returns:
         A :class:`VerificationResult`.
@@ -730,10 +662,15 @@ def evaluate_verification(
     from . import probes as _probes  # probes imports this module; import here to avoid a cycle
 
     probe = check_choice("probe", probe, ("raw", "ridge", "mlp"))
-    k_mode = check_choice("k_mode", k_mode, ("probe-shots", "enrol-shots"))
-    k = check_int("k", k, minimum=1)
-    fars = _check_fars(fars)
-    select_far = check_probability("select_far", select_far)
+    if not isinstance(splits, EmbeddingSplits):
+        raise InvalidArgumentError(f"splits must be an EmbeddingSplits, got {type(splits).__name__}")
+    protocol = VerificationProtocol() if protocol is None else protocol
+    if not isinstance(protocol, VerificationProtocol):
+        raise InvalidArgumentError(f"protocol must be a VerificationProtocol, got {type(protocol).__name__}")
+    k, k_mode, fars, select_far = protocol.k, protocol.k_mode, protocol.fars, protocol.select_far
+    min_false_accepts = protocol.min_false_accepts
+    train_emb, train_id, val_emb, val_id = splits.train_emb, splits.train_id, splits.val_emb, splits.val_id
+    test_emb, test_id = splits.test_emb, splits.test_id
     _check_split("train", train_emb, train_id, None)
     d = train_emb.shape[1]
     _check_split("val", val_emb, val_id, d)
@@ -752,13 +689,13 @@ def evaluate_verification(
     dev = resolve_device(device) if device is not None else train_emb.device
     train_emb, val_emb, test_emb = train_emb.to(dev), val_emb.to(dev), test_emb.to(dev)
     if k_mode == "probe-shots":
-        p_shots, e_shots = k, check_int("enrol_shots", enrol_shots, minimum=1)
+        p_shots, e_shots = k, protocol.enrol_shots
     else:
-        p_shots = None if probe_shots is None else check_int("probe_shots", probe_shots, minimum=1)
-        e_shots = k
+        p_shots, e_shots = protocol.probe_shots, k
 
     seeds = [int(x) for x in torch.randint(0, 2**62, (4,), generator=torch.Generator().manual_seed(int(seed)))]
-    g_shots, g_pairs, g_probe, g_boot = (torch.Generator().manual_seed(s) for s in seeds)
+    g_shots, g_pairs, g_boot = (torch.Generator().manual_seed(seeds[i]) for i in (0, 1, 3))
+    seed_probe = seeds[2]
 
     if probe == "raw":  # nothing is fitted: the probe-fit identities are not used
         p_shots = 0
@@ -781,17 +718,16 @@ def evaluate_verification(
             min_false_accepts=min_false_accepts, chunk_size=chunk_size,
         )
     else:
-        opts = dict(mlp_options or {})
         fitted, selection = _probes.fit_mlp_probe(
-            fit_emb, fit_id, val_emb, val_pairs, far=sel_far, min_false_accepts=min_false_accepts,
-            generator=g_probe, chunk_size=chunk_size, **opts,
+            fit_emb, fit_id, val_emb, val_pairs, options=mlp_options, far=sel_far, min_false_accepts=min_false_accepts,
+            seed=seed_probe, chunk_size=chunk_size,
         )
     with torch.no_grad():
         val_m = fitted(val_emb)
         test_m = fitted(test_emb)
     table = _evaluate_with_calibration(
         test_pairs, test_m, val_pairs, val_m, fars=fars, min_false_accepts=min_false_accepts,
-        n_boot=check_int("n_boot", n_boot, minimum=0), ci=check_probability("ci", ci), generator=g_boot,
+        n_boot=protocol.n_boot, ci=protocol.ci, generator=g_boot,
         chunk_size=chunk_size,
     )
     n_fit_per_id = torch.bincount(torch.unique(fit_id.cpu(), return_inverse=True)[1])
@@ -809,8 +745,8 @@ def evaluate_verification(
         "select_far_requested": select_far,
         "select_far_used": sel_far,
         "min_false_accepts": min_false_accepts,
-        "n_boot": n_boot,
-        "ci": ci,
+        "n_boot": protocol.n_boot,
+        "ci": protocol.ci,
         "seed": seed,
         "n_probe_fit_identities": int(n_fit_per_id.numel()),
         "n_val_identities": val_pairs.n_identities,

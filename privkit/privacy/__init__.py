@@ -8,7 +8,8 @@
   Floating-point samplers are not hardened against floating-point attacks
   (Mironov 2012); see that module.
 - :mod:`~privkit.privacy.guarantee`: :class:`PrivacyGuarantee`, returned with
-  every release.
+  every release, with its :class:`Neighbouring` relation and its mechanism as a
+  ``dp_accounting`` DpEvent.
 - :mod:`~privkit.privacy.accounting`: DP-SGD accounting through opacus (RDP,
   PRV; add/remove) and dp-accounting (PLD; add/remove or substitution).
 - :mod:`~privkit.privacy.audit`: black-box lower bounds on epsilon.
@@ -27,7 +28,7 @@ from .accounting import (
     epsilon_spent,
     noise_multiplier_for,
 )
-from .audit import AuditResult, audit, batch_mechanism, clopper_pearson_upper, epsilon_lower_bound
+from .audit import AuditResult, audit, batch_mechanism, epsilon_lower_bound
 from .calibration import (
     GAUSSIAN_METHODS,
     analytic_gaussian_delta,
@@ -36,7 +37,7 @@ from .calibration import (
     laplace_scale,
     scoreshield_constant,
 )
-from .guarantee import PrivacyGuarantee
+from .guarantee import Neighbouring, PrivacyGuarantee
 from .samplers import (
     make_generator,
     sample_gamma,
@@ -58,6 +59,7 @@ __all__ = [
     "sample_gamma",
     "sample_metric_laplace",
     "PrivacyGuarantee",
+    "Neighbouring",
     "ACCOUNTANTS",
     "NEIGHBOURINGS",
     "accountant_for",
@@ -67,6 +69,5 @@ __all__ = [
     "AuditResult",
     "audit",
     "batch_mechanism",
-    "clopper_pearson_upper",
     "epsilon_lower_bound",
 ]

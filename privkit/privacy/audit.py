@@ -64,13 +64,13 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from scipy.special import betaincinv
 
 from .._validate import check_int, check_positive, check_probability, check_real
 from ..device import resolve_device
 from ..errors import InvalidArgumentError, ShapeError, UnknownNameError
+from ..metrics import clopper_pearson_upper
 
-__all__ = ["AuditResult", "audit", "batch_mechanism", "clopper_pearson_upper", "epsilon_lower_bound"]
+__all__ = ["AuditResult", "audit", "batch_mechanism", "epsilon_lower_bound"]
 
 Mechanism = Callable[[Any, int, torch.Generator], torch.Tensor]
 StatisticName = Literal["auto", "identity", "mean_difference", "whitened"]
@@ -85,29 +85,6 @@ _N_TAIL_CANDIDATES = 400
 
 
 # --------------------------------------------------------------------------- statistics helpers
-def clopper_pearson_upper(k: np.ndarray | int, n: int, alpha: float) -> np.ndarray | float:
-    """One-sided Clopper-Pearson upper confidence bound on a binomial rate.
-
-    ``P[p <= upper] >= 1 - alpha`` for ``k ~ Binomial(n, p)``.
-
-    Args:
-        k: Observed count(s), ``0 <= k <= n``.
-        n: Number of trials, ``>= 1``.
-        alpha: Error probability in ``(0, 1)``.
-
-    Returns:
-        The upper bound(s), in ``(0, 1]``.
-    """
-    n = check_int("n", n, minimum=1)
-    alpha = check_probability("alpha", alpha)
-    k_arr = np.asarray(k, dtype=np.float64)
-    if np.any(k_arr < 0) or np.any(k_arr > n) or np.any(k_arr != np.round(k_arr)):
-        raise InvalidArgumentError(f"k must contain integers in [0, {n}], got {k!r}")
-    full = k_arr >= n
-    b = np.where(full, 1.0, n - k_arr)
-    # the (1 - alpha) quantile of Beta(k + 1, n - k)
-    upper = np.where(full, 1.0, betaincinv(k_arr + 1.0, b, 1.0 - alpha))
-    return float(upper) if upper.ndim == 0 else upper
 
 
 def epsilon_lower_bound(fpr_upper: np.ndarray | float, fnr_upper: np.ndarray | float, delta: float) -> np.ndarray | float:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
@@ -37,15 +36,13 @@ from .._validate import (
     check_positive,
     check_probability,
     check_real,
-    check_tensor,
 )
-from ..errors import InsufficientDataError, InvalidArgumentError, ShapeError
+from ..errors import InsufficientDataError, InvalidArgumentError
+from ..metrics import _scores, smallest_resolvable_far
 
 __all__ = [
     "ThresholdRecalibration",
     "RecalibrationOffset",
-    "ROCCurve",
-    "BootstrapCI",
     "ScoreFamily",
     "fmr_private",
     "fmr_floor",
@@ -55,10 +52,6 @@ __all__ = [
     "flip_probability_bound",
     "flip_probability_mc",
     "acceptance_rate",
-    "roc_curve",
-    "auc",
-    "eer",
-    "bootstrap_ci",
     "gaussian_offset",
     "roc_shift_bound",
     "synthetic_score_families",
@@ -70,11 +63,6 @@ __all__ = [
 _SCORE_SLACK = 1e-6
 
 
-def _scores(name: str, x: Any, *, min_count: int = 1) -> torch.Tensor:
-    check_tensor(name, x, ndim=1, floating=True)
-    if x.numel() < min_count:
-        raise InsufficientDataError(f"{name}: need at least {min_count} scores, got {x.numel()}")
-    return x.detach().to(torch.float64)
 
 
 def _q(x: torch.Tensor) -> torch.Tensor:
@@ -147,8 +135,8 @@ class ThresholdRecalibration:
             ``floor`` > α of the impostor scores sits at the clip value +1; then ``threshold`` is
             1.0 (strict: nothing is accepted, so TAR = 0, as the paper's tables print).
         floor: empirical L(σ): the fraction of impostor scores >= 1 (clipped to the top).
-        resolvable: False when α < 1/N: N impostor scores cannot resolve such a small FPR and
-            no TAR at this FPR should be reported.
+        resolvable: False when α < 10/N (:func:`privkit.metrics.smallest_resolvable_far`): N impostor scores
+            cannot resolve such a small FPR and no TAR at this FPR should be reported.
         n_impostors: N.
     """
 
@@ -222,7 +210,7 @@ def recalibrate_threshold(
         achieved_fpr=achieved,
         attainable=attainable,
         floor=floor,
-        resolvable=alpha * N >= 1.0,
+        resolvable=alpha >= smallest_resolvable_far(N) * (1 - 1e-12),
         n_impostors=N,
         strict=strict,
     )
@@ -386,177 +374,16 @@ def flip_probability_mc(
 # ------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ROCCurve:
-    """ROC points for the rule "accept when score >= threshold", thresholds decreasing.
-
-    ``fpr[0] = tpr[0] = 0`` at threshold +inf; the last point is (1, 1).
-    """
-
-    fpr: torch.Tensor
-    tpr: torch.Tensor
-    thresholds: torch.Tensor
 
 
-def roc_curve(genuine: torch.Tensor, impostor: torch.Tensor) -> ROCCurve:
-    """Full ROC curve (every distinct score is a threshold; ties handled exactly)."""
-    g = _scores("genuine", genuine)
-    i = _scores("impostor", impostor)
-    scores = torch.cat([g, i])
-    labels = torch.cat([torch.ones_like(g), torch.zeros_like(i)])
-    order = torch.argsort(scores, descending=True, stable=True)
-    s_sorted = scores[order]
-    l_sorted = labels[order]
-    tp = torch.cumsum(l_sorted, 0)
-    fp = torch.cumsum(1.0 - l_sorted, 0)
-    # keep the last position of each run of equal scores
-    last = torch.ones_like(s_sorted, dtype=torch.bool)
-    last[:-1] = s_sorted[1:] != s_sorted[:-1]
-    zero = torch.zeros(1, dtype=torch.float64)
-    tpr = torch.cat([zero, tp[last] / g.numel()])
-    fpr = torch.cat([zero, fp[last] / i.numel()])
-    thr = torch.cat([torch.tensor([math.inf], dtype=torch.float64), s_sorted[last]])
-    return ROCCurve(fpr=fpr, tpr=tpr, thresholds=thr)
 
 
-def auc(genuine: torch.Tensor, impostor: torch.Tensor) -> float:
-    """Area under the ROC curve = Pr[G > I] + ½ Pr[G = I] (exact trapezoid over all thresholds)."""
-    r = roc_curve(genuine, impostor)
-    return float(torch.trapezoid(r.tpr, r.fpr))
 
 
-def eer(genuine: torch.Tensor, impostor: torch.Tensor) -> float:
-    """Equal error rate: where FPR = FNR = 1 − TPR on the piecewise-linear ROC."""
-    r = roc_curve(genuine, impostor)
-    fnr = 1.0 - r.tpr
-    diff = r.fpr - fnr  # increases from -1 to +1 along the curve
-    j = int(torch.nonzero(diff >= 0)[0])  # >= 1, since diff[0] = -1
-    if diff[j] == 0:
-        return float(r.fpr[j])
-    d0, d1 = float(diff[j - 1]), float(diff[j])
-    w = d0 / (d0 - d1)  # in (0, 1): where the segment crosses FPR = FNR
-    return float(r.fpr[j - 1] + w * (r.fpr[j] - r.fpr[j - 1]))
 
 
-@dataclass(frozen=True)
-class BootstrapCI:
-    """Percentile bootstrap confidence interval.
-
-    Attributes:
-        estimate: the metric on the full data.
-        low, high: the interval's ends.
-        confidence: its nominal level.
-        n_boot: number of bootstrap replicates.
-        samples: the replicates (float64 tensor, for plots).
-        unit: ``"identity"`` (identities resampled with all their pairs) or ``"score"``.
-    """
-
-    estimate: float
-    low: float
-    high: float
-    confidence: float
-    n_boot: int
-    samples: torch.Tensor
-    unit: str
 
 
-def bootstrap_ci(
-    metric_fn: Callable[[torch.Tensor, torch.Tensor], float],
-    genuine: torch.Tensor,
-    impostor: torch.Tensor,
-    *,
-    groups: tuple[torch.Tensor, torch.Tensor] | None = None,
-    n_boot: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
-) -> BootstrapCI:
-    """Bootstrap a metric of (genuine, impostor) scores, resampling identities.
-
-    Pairs of the same identity are dependent, so resampling single scores understates the
-    uncertainty.  With ``groups = (genuine_ids, impostor_ids)`` (one integer identity label per
-    score, e.g. the probe's identity for an impostor pair) each replicate draws identities with
-    replacement and keeps every score of each drawn identity, as many times as it was drawn.
-    Without ``groups`` genuine and impostor scores are resampled independently.
-
-    Args:
-        metric_fn: ``metric_fn(genuine, impostor) -> float`` (e.g. :func:`auc`, :func:`eer`).
-        genuine: genuine scores ``(Ng,)``.
-        impostor: impostor scores ``(Ni,)``.
-        groups: optional identity labels for the two arrays (integer tensors of the same lengths).
-        n_boot: replicates, >= 10.
-        seed: seed of the resampling (a private ``numpy.random.Generator``).
-        confidence: interval level in (0, 1).
-
-    Returns:
-        A :class:`BootstrapCI`.  Replicates missing genuine or impostor scores are redrawn.
-    """
-    if not callable(metric_fn):
-        raise InvalidArgumentError("metric_fn must be callable as metric_fn(genuine, impostor) -> float")
-    g = _scores("genuine", genuine)
-    i = _scores("impostor", impostor)
-    n_boot = check_int("n_boot", n_boot, minimum=10)
-    seed = check_int("seed", seed, minimum=0)
-    conf = check_probability("confidence", confidence)
-    rng = np.random.default_rng(seed)
-    estimate = float(metric_fn(g, i))
-    samples = np.empty(n_boot)
-    if groups is None:
-        for b in range(n_boot):
-            gi = torch.from_numpy(rng.integers(0, g.numel(), g.numel()))
-            ii = torch.from_numpy(rng.integers(0, i.numel(), i.numel()))
-            samples[b] = float(metric_fn(g[gi], i[ii]))
-        unit = "score"
-    else:
-        if not isinstance(groups, (tuple, list)) or len(groups) != 2:
-            raise InvalidArgumentError("groups must be a pair (genuine_groups, impostor_groups) of label tensors")
-        gg, ig = groups
-        for name, lab, ref in (("groups[0]", gg, g), ("groups[1]", ig, i)):
-            check_tensor(name, lab, ndim=1)
-            if lab.is_floating_point() or lab.dtype == torch.bool:
-                raise InvalidArgumentError(f"{name} must hold integer identity labels, got dtype {lab.dtype}")
-            if lab.numel() != ref.numel():
-                raise ShapeError(f"{name} must have one label per score: {lab.numel()} labels for {ref.numel()} scores")
-        ids, inv = torch.unique(torch.cat([gg, ig]).cpu(), return_inverse=True)
-        K = ids.numel()
-        g_lab, i_lab = inv[: gg.numel()], inv[gg.numel():]
-        g_order = torch.argsort(g_lab)
-        i_order = torch.argsort(i_lab)
-        g_cnt = torch.bincount(g_lab, minlength=K)
-        i_cnt = torch.bincount(i_lab, minlength=K)
-        g_start = torch.cumsum(g_cnt, 0) - g_cnt
-        i_start = torch.cumsum(i_cnt, 0) - i_cnt
-        g_sorted, i_sorted = g[g_order.to(g.device)], i[i_order.to(i.device)]
-
-        def take(sorted_scores, start, cnt, draw):
-            c = cnt[draw]
-            keep = c > 0
-            draw, c = draw[keep], c[keep]
-            if c.numel() == 0:
-                return sorted_scores[:0]
-            offsets = torch.repeat_interleave(start[draw], c)
-            within = torch.arange(int(c.sum())) - torch.repeat_interleave(torch.cumsum(c, 0) - c, c)
-            return sorted_scores[(offsets + within).to(sorted_scores.device)]
-
-        b = 0
-        tries = 0
-        while b < n_boot:
-            tries += 1
-            if tries > 20 * n_boot:
-                raise InsufficientDataError("bootstrap: too many replicates without both genuine and impostor scores")
-            draw = torch.from_numpy(rng.integers(0, K, K))
-            gb = take(g_sorted, g_start, g_cnt, draw)
-            ib = take(i_sorted, i_start, i_cnt, draw)
-            if gb.numel() == 0 or ib.numel() == 0:
-                continue
-            samples[b] = float(metric_fn(gb, ib))
-            b += 1
-        unit = "identity"
-    a = (1.0 - conf) / 2.0
-    low, high = np.quantile(samples, [a, 1.0 - a])
-    return BootstrapCI(
-        estimate=estimate, low=float(low), high=float(high), confidence=conf, n_boot=n_boot,
-        samples=torch.from_numpy(samples), unit=unit,
-    )
 
 
 # ------------------------------------------------------------------------------------------

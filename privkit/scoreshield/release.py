@@ -31,15 +31,18 @@ for reproducible notebooks (see the warning on floating-point samplers in
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Literal
 
 import torch
+from dp_accounting import GaussianDpEvent, SelfComposedDpEvent
 
 from .._validate import check_choice, check_delta, check_epsilon, check_positive, check_tensor, check_unit_norm
 from ..errors import InvalidArgumentError, ShapeError
 from ..privacy import (
+    Neighbouring,
     PrivacyGuarantee,
     analytic_gaussian_delta,
     analytic_gaussian_epsilon,
@@ -75,9 +78,11 @@ SOLVERS: tuple[str, ...] = ("newton", "dykstra")
 
 #: ℓ2 sensitivity of one query's score vector under record replacement (docs/scoreshield.md §2).
 QUERY_SENSITIVITY = 2.0
-SCORE_NEIGHBOURING = "record-level replacement of one gallery embedding (unit sphere)"
+#: Record-level replacement of one gallery embedding, at the default sensitivity Δ = 2 per query row.
+SCORE_NEIGHBOURING = Neighbouring(relation="replace-one", unit="one gallery embedding (unit sphere)",
+                                  bound=QUERY_SENSITIVITY, norm="l2")
 SCORE_PROTECTS = "each gallery record's embedding"
-GRAM_RECORD_NEIGHBOURING = "record-level replacement of one embedding (unit sphere)"
+GRAM_RECORD_UNIT = "one embedding (unit sphere)"
 GRAM_RECORD_PROTECTS = "each record's embedding"
 
 
@@ -165,12 +170,17 @@ def _gaussian_guarantee(
     sigma: float,
     sensitivity: float,
     calibration: str,
-    neighbouring: str,
+    neighbours: Neighbouring,
     protects: str,
-    mechanism: str,
+    event: GaussianDpEvent | SelfComposedDpEvent,
+    processing: tuple[str, ...],
     extra_notes: tuple[str, ...] = (),
 ) -> PrivacyGuarantee:
-    """The exact (ε, δ_true) of a Gaussian mechanism with this σ and Δ, next to the request."""
+    """The exact (ε, δ_true) of a Gaussian mechanism with this σ and Δ, next to the request.
+
+    ``sensitivity`` is the ℓ2/Frobenius sensitivity of everything ``event`` releases together; ``event``'s
+    noise multipliers are relative to ``neighbours.scale``.
+    """
     true_delta = analytic_gaussian_delta(epsilon, sigma, sensitivity=sensitivity)
     notes = list(extra_notes)
     if calibration == "scoreshield":
@@ -190,12 +200,14 @@ def _gaussian_guarantee(
     return PrivacyGuarantee(
         epsilon=epsilon,
         delta=true_delta,
-        neighbouring=neighbouring,
+        neighbours=neighbours,
         protects=protects,
-        mechanism=mechanism,
+        event=event,
         requested_epsilon=epsilon,
         requested_delta=delta,
         notes=tuple(notes),
+        processing=(f"{calibration} calibration of σ", *processing),
+        accountant="analytic-gaussian",
     )
 
 
@@ -279,9 +291,14 @@ def release_scores(
     released = unclipped.clamp(-1.0, 1.0)
 
     notes: list[str] = []
-    neighbouring = SCORE_NEIGHBOURING
+    neighbours = dataclasses.replace(SCORE_NEIGHBOURING, bound=sens)
+    # One query row: a Gaussian mechanism at Δ = sens under replacement (noise multiplier σ / (Δ/2), relative to
+    # the per-record bound Δ/2 as dp_accounting's replace-one relation counts it); m rows released jointly are m
+    # such mechanisms composed (the same as one Gaussian at sensitivity Δ√m).
+    row_event = GaussianDpEvent(noise_multiplier=sigma / neighbours.scale)
+    event = SelfComposedDpEvent(row_event, m) if accounting == "joint" and m > 1 else row_event
     if accounting == "per_query" and m > 1:
-        neighbouring += "; the guarantee holds for each query row separately"
+        neighbours = dataclasses.replace(neighbours, detail="the guarantee holds for each query row separately")
         joint_delta = analytic_gaussian_delta(eps, sigma, sensitivity=sens * math.sqrt(m))
         notes.append(
             f"the {m} query rows released together are (ε={eps:g}, δ={joint_delta:.3g})-DP "
@@ -300,11 +317,12 @@ def release_scores(
         sigma=sigma,
         sensitivity=joint_sens,
         calibration=calibration,
-        neighbouring=neighbouring,
+        neighbours=neighbours,
         protects=SCORE_PROTECTS,
-        mechanism=(
-            f"clean cosine scores clamped into [{lower:g}, 1], Gaussian mechanism (σ={sigma:.4g}, Δ={sens:g} "
-            f"per query, {calibration} calibration), then clipping to [-1, 1]"
+        event=event,
+        processing=(
+            f"on the clean cosine scores, clamped into [{lower:g}, 1] first (Δ = {sens:g} per query row)",
+            "then clipping to [-1, 1] (post-processing)",
         ),
         extra_notes=tuple(notes),
     )
@@ -401,7 +419,7 @@ def release_gram(
         if delta_g is not None:
             raise InvalidArgumentError("delta_g is only used with adjacency='gram'; leave it None for 'record'")
         sens = d_record
-        neighbouring = GRAM_RECORD_NEIGHBOURING
+        neighbours = Neighbouring(relation="replace-one", unit=GRAM_RECORD_UNIT, bound=sens, norm="frobenius")
         protects = GRAM_RECORD_PROTECTS
         notes: tuple[str, ...] = (f"Frobenius sensitivity 2·sqrt(2(n−1)) = {d_record:.4g} for n = {n}",)
     else:
@@ -409,13 +427,16 @@ def release_gram(
             raise InvalidArgumentError("adjacency='gram' needs delta_g, the Gram adjacency radius Δ_G > 0")
         sens = check_positive("delta_g", delta_g)
         covers = sens >= d_record * (1 - 1e-12)
-        neighbouring = (
-            f"Gram/output-space adjacency with radius Δ_G = {sens:g} (||S − S'||_F ≤ Δ_G) — "
-            + (
-                f"this radius is ≥ 2√(2(n−1)) = {d_record:.4g}, so it also covers record-level replacement"
-                if covers
-                else f"NOT record-level privacy unless Δ_G ≥ 2√(2(n−1)) = {d_record:.4g}"
-            )
+        neighbours = Neighbouring(
+            relation="bounded-change", unit="the cosine Gram matrix S", bound=sens, norm="frobenius",
+            detail=(
+                f"Gram/output-space adjacency ||S − S'||_F ≤ Δ_G = {sens:g} — "
+                + (
+                    f"this radius is ≥ 2√(2(n−1)) = {d_record:.4g}, so it also covers record-level replacement"
+                    if covers
+                    else f"NOT record-level privacy unless Δ_G ≥ 2√(2(n−1)) = {d_record:.4g}"
+                )
+            ),
         )
         protects = (
             "each record's embedding" if covers else f"Gram matrices within Frobenius distance {sens:g} of each other"
@@ -464,11 +485,12 @@ def release_gram(
         sigma=sigma,
         sensitivity=sens,
         calibration=calibration,
-        neighbouring=neighbouring,
+        neighbours=neighbours,
         protects=protects,
-        mechanism=(
-            f"symmetric Gaussian mechanism on the cosine Gram (σ={sigma:.4g}, Frobenius Δ={sens:.4g}, "
-            f"{calibration} calibration), then {proj_text} (post-processing)"
+        event=GaussianDpEvent(noise_multiplier=sigma / neighbours.scale),
+        processing=(
+            f"symmetric noise ½(W + Wᵀ) on the cosine Gram (Frobenius Δ = {sens:.4g})",
+            f"then {proj_text} (post-processing)",
         ),
         extra_notes=notes + ((f"{B} collections, each with independent noise; the guarantee is per collection",)
                              if B > 1 else ()),

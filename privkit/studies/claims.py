@@ -18,6 +18,7 @@ import pandas as pd
 
 from privkit._validate import check_choice, check_int, check_positive, check_probability, check_real
 from privkit.errors import InvalidArgumentError
+from privkit.metrics import wilson_interval
 
 __all__ = [
     "VERDICTS",
@@ -102,7 +103,8 @@ def judge_claim(ours: float, low: float, high: float, *, threshold: float, kind:
 
 
 def proportion_interval(successes: float, n: int, *, level: float = 0.95) -> tuple[float, float, float]:
-    """A proportion k/n and its Wilson score interval: ``(estimate, low, high)``.
+    """A proportion k/n and its Wilson score interval (:func:`privkit.metrics.wilson_interval`): ``(estimate, low,
+    high)``.
 
     ``successes`` may be fractional (a rate times n, e.g. a mean over noise draws); it is rounded to the nearest
     count.
@@ -115,14 +117,9 @@ def proportion_interval(successes: float, n: int, *, level: float = 0.95) -> tup
     if not -1e-9 <= k <= n + 1e-9:
         raise InvalidArgumentError(f"successes must lie in [0, n={n}], got {k}")
     lvl = check_probability("level", level)
-    from scipy.stats import norm
-
     k = min(max(round(k), 0), n)
-    z = float(norm.ppf(0.5 + lvl / 2.0))
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return p, max(0.0, centre - half), min(1.0, centre + half)
+    lo, hi = wilson_interval(k, n, level=lvl)
+    return k / n, lo, hi
 
 
 def mean_interval(values: Sequence[float] | np.ndarray, *, level: float = 0.95) -> tuple[float, float, float]:

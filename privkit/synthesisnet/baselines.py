@@ -27,6 +27,7 @@ from torch.nn import functional as F
 
 from .._validate import check_choice, check_positive, check_tensor
 from ..errors import InvalidArgumentError, ShapeError
+from ..transforms import gaussian_blur
 
 __all__ = ["BASELINES", "DEFAULT_STRENGTH", "anonymize"]
 
@@ -52,32 +53,6 @@ def _regions(boxes: torch.Tensor | None, n: int, h: int, w: int) -> list[tuple[i
             raise InvalidArgumentError(f"boxes[{i}] = {b[i].tolist()} does not overlap the {w}x{h} image")
         out.append((ix0, iy0, ix1, iy1))
     return out
-
-
-def _gaussian_blur(region: torch.Tensor, sigma: float) -> torch.Tensor:
-    """Separable Gaussian blur of a ``(1, C, h, w)`` region with replicate padding (truncated at 3 sigma)."""
-    radius = max(1, int(math.ceil(3.0 * sigma)))
-    x = torch.arange(-radius, radius + 1, device=region.device, dtype=region.dtype)
-    k = torch.exp(-0.5 * (x / sigma) ** 2)
-    k = k / k.sum()
-    c = region.shape[1]
-    h, w = region.shape[-2:]
-    # replicate padding needs pad < size; repeat the padding in steps for small regions
-    out = region
-    kx = k.view(1, 1, 1, -1).repeat(c, 1, 1, 1)
-    ky = k.view(1, 1, -1, 1).repeat(c, 1, 1, 1)
-    out = F.pad(out, (radius, radius, 0, 0), mode="replicate") if radius < w else _pad_edge(out, radius, dim=-1)
-    out = F.conv2d(out, kx, groups=c)
-    out = F.pad(out, (0, 0, radius, radius), mode="replicate") if radius < h else _pad_edge(out, radius, dim=-2)
-    return F.conv2d(out, ky, groups=c)
-
-
-def _pad_edge(x: torch.Tensor, pad: int, *, dim: int) -> torch.Tensor:
-    first = x.narrow(dim, 0, 1)
-    last = x.narrow(dim, x.shape[dim] - 1, 1)
-    reps = [1] * x.ndim
-    reps[dim] = pad
-    return torch.cat([first.repeat(reps), x, last.repeat(reps)], dim=dim)
 
 
 def _pixelate(region: torch.Tensor, block: float) -> torch.Tensor:
@@ -125,7 +100,7 @@ def anonymize(
         region = images[i : i + 1, :, y0:y1, x0:x1]
         side = min(y1 - y0, x1 - x0)
         if method == "blur":
-            new = _gaussian_blur(region, s * side)
+            new = gaussian_blur(region, s * side, padding="replicate")
         elif method == "pixelate":
             new = _pixelate(region, max(1.0, s * side))
         else:

@@ -34,6 +34,7 @@ from torch.nn import functional as F
 from .._validate import check_choice, check_int, check_probability, check_tensor
 from ..device import resolve_device
 from ..errors import InsufficientDataError, InvalidArgumentError, MissingResourceError, ShapeError
+from ..encoders.base import embed_images
 
 __all__ = [
     "FIDResult",
@@ -49,7 +50,6 @@ __all__ = [
     "fid",
     "inception_score",
     "features_for_fid",
-    "embed_images",
     "identity_distance",
     "identity_distance_from_embeddings",
     "reidentification_rate",
@@ -190,31 +190,6 @@ def _check_images(name: str, x: Any) -> torch.Tensor:
     if x.numel() and (float(x.min()) < 0.0 or float(x.max()) > 1.0):
         raise InvalidArgumentError(f"{name} must have values in [0, 1]")
     return x
-
-
-def embed_images(images: torch.Tensor, encoder: Any, *, batch_size: int = 64, name: str = "images") -> torch.Tensor:
-    """Unit-norm float64 embeddings of ``images`` by ``encoder``.
-
-    ``encoder`` is a privkit :class:`~privkit.encoders.Encoder` (its ``embed`` is used) or any callable mapping a
-    ``(B, 3, H, W)`` batch in ``[0, 1]`` to ``(B, D)`` features; rows are L2-normalised here.
-    """
-    _check_images(name, images)
-    batch_size = check_int("batch_size", batch_size, minimum=1)
-    if hasattr(encoder, "embed") and callable(encoder.embed):
-        feats = encoder.embed(images, batch_size=batch_size)
-    elif callable(encoder):
-        with torch.no_grad():
-            feats = torch.cat([torch.as_tensor(encoder(images[i : i + batch_size]))
-                               for i in range(0, images.shape[0], batch_size)]) if images.shape[0] else None
-        if feats is None:
-            raise InsufficientDataError(f"{name} is empty")
-    else:
-        raise InvalidArgumentError(f"encoder must be a privkit Encoder or a callable, got {type(encoder).__name__}")
-    check_tensor(f"features of {name}", feats, ndim=2)
-    if feats.shape[0] != images.shape[0]:
-        raise ShapeError(f"encoder returned {feats.shape[0]} rows for {images.shape[0]} images")
-    feats = feats.detach().to(F64)
-    return F.normalize(feats, dim=1, eps=1e-12)
 
 
 def features_for_fid(images: torch.Tensor, encoder: Any, *, batch_size: int = 64) -> torch.Tensor:
@@ -612,8 +587,8 @@ def identity_distance(
                          f"got {published.shape[0]}")
     if originals.shape[0] == 0:
         raise InsufficientDataError("originals is empty")
-    eo = embed_images(originals, encoder, batch_size=batch_size, name="originals")
-    ep = embed_images(published, encoder, batch_size=batch_size, name="published")
+    eo = embed_images(encoder, originals, batch_size=batch_size, dtype=F64, name="originals")
+    ep = embed_images(encoder, published, batch_size=batch_size, dtype=F64, name="published")
     return identity_distance_from_embeddings(eo, ep, identities=identities, n_bootstrap=n_bootstrap,
                                              confidence=confidence, seed=seed)
 
@@ -745,9 +720,9 @@ def reidentification_rate(
     check_tensor("identities", identities, shape=(n,))
     far = check_probability("far", far)
     check_choice("threshold_from", threshold_from, ("published", "originals"))
-    eo = embed_images(originals, encoder, batch_size=batch_size, name="originals")
-    ep = embed_images(published, encoder, batch_size=batch_size, name="published")
-    eg = None if gallery is None else embed_images(gallery, encoder, batch_size=batch_size, name="gallery")
+    eo = embed_images(encoder, originals, batch_size=batch_size, dtype=F64, name="originals")
+    ep = embed_images(encoder, published, batch_size=batch_size, dtype=F64, name="published")
+    eg = None if gallery is None else embed_images(encoder, gallery, batch_size=batch_size, dtype=F64, name="gallery")
     return reidentification_from_embeddings(eo, ep, identities=identities, far=far, gallery_embeddings=eg,
                                             gallery_identities=gallery_identities, threshold_from=threshold_from)
 

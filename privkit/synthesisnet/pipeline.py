@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
+from dp_accounting import NonPrivateDpEvent
 from torch import nn
 from torch.nn import functional as F
 
@@ -75,7 +76,7 @@ from .._validate import (
 from ..data.types import FaceSet
 from ..device import resolve_device
 from ..errors import InsufficientDataError, InvalidArgumentError, PrivkitError, ShapeError, UnknownNameError
-from ..privacy import PrivacyGuarantee
+from ..privacy import Neighbouring, PrivacyGuarantee
 from .models import (
     DISCRIMINATOR_NORMS,
     UPSAMPLE_MODES,
@@ -750,8 +751,11 @@ class SynthesisNet:
         if c.noise == "none":
             req = None if epsilon is None else check_epsilon(epsilon)
             guarantee = PrivacyGuarantee(
-                epsilon=math.inf, delta=1.0, neighbouring="none (ablation without noise)", protects="nothing",
-                mechanism="none (SynthesisNet ablation: no DP noise)", requested_epsilon=req,
+                epsilon=math.inf, delta=1.0,
+                neighbours=Neighbouring(relation="replace-one", unit="one published face",
+                                        detail="ablation without noise: no relation is protected"),
+                protects="nothing", event=NonPrivateDpEvent(), requested_epsilon=req,
+                processing=("SynthesisNet ablation: the latents are used without DP noise",),
                 notes=("the identity latent is used as is: published faces keep their identity",),
             )
             return z_id, z_att, guarantee

@@ -46,10 +46,11 @@ from __future__ import annotations
 import math
 
 import torch
+from dp_accounting import LaplaceDpEvent
 
 from .._validate import check_epsilon, check_int, check_positive, check_tensor
 from ..errors import InvalidArgumentError
-from ..privacy import PrivacyGuarantee, make_generator, sample_metric_laplace
+from ..privacy import Neighbouring, PrivacyGuarantee, make_generator, sample_metric_laplace
 
 __all__ = [
     "CLIP_NORM_PER_DIM",
@@ -95,8 +96,11 @@ def metric_guarantee(epsilon: float, clip_norm: float, dim: int, *, latent: str 
     """The :class:`~privkit.privacy.PrivacyGuarantee` of the clipped multivariate Laplace mechanism.
 
     ``epsilon`` of the returned guarantee is the indistinguishability between **any** two faces,
-    ``epsilon * 2 * clip_norm``; the metric statement (``epsilon`` per unit of Euclidean distance) is in the
-    neighbouring relation and the notes.
+    ``epsilon * 2 * clip_norm``; the metric statement (``epsilon`` per unit of Euclidean distance,
+    ``guarantee.epsilon_per_unit``) is the neighbouring relation: ``Neighbouring("metric", bound=2 * clip_norm,
+    norm="l2")``.  The event is ``LaplaceDpEvent(1 / (epsilon * 2 * clip_norm))``, whose pure-DP epsilon
+    (δ = 0) is that of the mechanism between any two faces (the multivariate ℓ2 Laplace is not dp_accounting's
+    coordinate-wise Laplace, so only its δ = 0 statement is claimed).
 
     Args:
         epsilon: metric-DP parameter per unit of Euclidean distance, ``> 0``.
@@ -119,13 +123,18 @@ def metric_guarantee(epsilon: float, clip_norm: float, dim: int, *, latent: str 
         _FLOATING_POINT_NOTE,
         *extra_notes,
     )
+    neighbours = Neighbouring(relation="metric", unit=f"one face's clipped {latent}", bound=2.0 * c, norm="l2")
     return PrivacyGuarantee(
         epsilon=eps * 2.0 * c,
         delta=0.0,
-        neighbouring=f"any two faces; ε scales with the Euclidean distance of their clipped {latent}s",
+        neighbours=neighbours,
         protects=f"the {latent}",
-        mechanism=MECHANISM,
+        # scale 1/ε per unit of distance, relative to the bound 2·clip_norm: pure ε = 1/noise_multiplier = ε·2c
+        event=LaplaceDpEvent(noise_multiplier=1.0 / (eps * 2.0 * c)),
         notes=notes,
+        processing=(f"{MECHANISM}: clip each row to norm {c:g}, add one independent draw per face "
+                    f"(radius ~ Gamma({d}, 1/ε) times a uniform direction)",),
+        accountant="laplace",
     )
 
 

@@ -33,7 +33,7 @@ from privkit.errors import InsufficientDataError, InvalidArgumentError
 from privkit.privacy.guarantee import PrivacyGuarantee
 from privkit.dppose.features import CachedFeatures
 from privkit.dppose.metrics import PCKhResult
-from privkit.dppose.train import METHODS, evaluate_pckh, train
+from privkit.dppose.train import METHODS, DPSpec, PublicSpec, Schedule, evaluate_pckh, train
 
 __all__ = [
     "PAPER_MPII_PCKH",
@@ -45,6 +45,8 @@ __all__ = [
     "RunOutcome",
     "design_runs",
     "run_design",
+    "DesignData",
+    "DesignSettings",
     "gap_recovered",
     "gap_table",
     "seed_spread",
@@ -278,58 +280,87 @@ class RunOutcome:
         }
 
 
+@dataclass(frozen=True, eq=False)
+class DesignData:
+    """The data and models every run of a design shares.
+
+    Attributes:
+        private_set: private training data.
+        test_set: held-out evaluation data (PCKh@0.5).
+        make_model: ``seed -> fresh model`` (its initialisation is the "scratch" start).
+        warm_state: state dict of the public-data pretraining (needed by ``init="warm"`` runs).
+        public_set: public data disjoint from ``private_set`` (needed by the projected methods).
+        blurred_set: ψ(x) of every private record, row for row: the public view of the feature methods and the
+            training set of ``view="blurred"`` runs; required when ``private_set`` holds cached features (see
+            :func:`~privkit.dppose.features.cache_features`), computed by the trainer from the images otherwise.
+    """
+
+    private_set: PoseSet
+    test_set: PoseSet
+    make_model: Callable[[int], nn.Module]
+    warm_state: dict[str, torch.Tensor] | None = None
+    public_set: PoseSet | None = None
+    blurred_set: PoseSet | None = None
+
+
+@dataclass(frozen=True)
+class DesignSettings:
+    """The training settings every run of a design shares (AdamW).
+
+    Attributes:
+        delta: target δ of the private runs.
+        epochs, batch_size, lr: the schedule (``nonprivate_epochs``: epochs of the non-private runs, default
+            ``epochs``).
+        n_public_grads: public per-sample gradients per subspace estimate (capped at the public set size).
+        refresh: subspace refresh interval.
+        accountant: ``"prv"``, ``"rdp"`` or ``"pld"`` for the add/remove methods; the feature methods are accounted
+            under substitution with ``"pld"`` whatever this says (see :class:`privkit.dppose.DPSpec`).
+    """
+
+    delta: float
+    epochs: int
+    batch_size: int
+    lr: float
+    n_public_grads: int
+    refresh: int
+    accountant: str = "prv"
+    nonprivate_epochs: int | None = None
+
+
 def run_design(
     runs: Sequence[RunSpec],
+    data: DesignData,
+    settings: DesignSettings,
     *,
-    private_set: PoseSet,
-    test_set: PoseSet,
-    make_model: Callable[[int], nn.Module],
-    warm_state: dict[str, torch.Tensor] | None,
-    public_set: PoseSet | None,
-    delta: float,
-    epochs: int,
-    batch_size: int,
-    lr: float,
-    n_public_grads: int,
-    refresh: int,
     n_show: int = 4,
-    accountant: str = "prv",
     device: str | torch.device = "cpu",
     progress: bool = False,
     on_result: Callable[[RunOutcome], None] | None = None,
-    blurred_set: PoseSet | None = None,
-    nonprivate_epochs: int | None = None,
     keep_model: Callable[[RunSpec], bool] | None = None,
 ) -> list[RunOutcome]:
     """Train and evaluate every run of a design.
 
     Args:
         runs: the runs (see :func:`design_runs`).
-        private_set: private training data.
-        test_set: held-out evaluation data (PCKh@0.5).
-        make_model: ``seed -> fresh model`` (its initialisation is the "scratch" start).
-        warm_state: state dict of the public-data pretraining (needed by ``init="warm"`` runs).
-        public_set: public data disjoint from ``private_set`` (needed by the projected methods).
-        delta: target delta of the private runs.
-        epochs, batch_size, lr: training settings shared by every run (AdamW).
-        n_public_grads: public per-sample gradients per subspace estimate (capped at the public set size).
-        refresh: subspace refresh interval.
+        data: the data and models the runs share (:class:`DesignData`).
+        settings: the training settings the runs share (:class:`DesignSettings`).
         n_show: how many test images keep their predictions (qualitative figure).
-        accountant: ``"prv"``, ``"rdp"`` or ``"pld"`` for the add/remove methods; the feature methods are
-            accounted under substitution with ``"pld"`` whatever this says (see :func:`privkit.dppose.train`).
         device: training device.
         progress: show a progress bar over the runs (tqdm.auto).
         on_result: called with each outcome as soon as it is ready (e.g. to print its guarantee).
-        blurred_set: psi(x) of every private record, row for row: the public view of the feature methods and
-            the training set of ``view="blurred"`` runs; required when ``private_set`` holds cached features
-            (see :func:`~privkit.dppose.features.cache_features`), computed by the trainer from the images
-            otherwise.
-        nonprivate_epochs: epochs of the non-private runs (default ``epochs``).
         keep_model: which runs keep their trained model in :attr:`RunOutcome.model` (default: none).
 
     Returns:
         One :class:`RunOutcome` per run, in order.
     """
+    if not isinstance(data, DesignData) or not isinstance(settings, DesignSettings):
+        raise InvalidArgumentError("data must be a DesignData and settings a DesignSettings, got "
+                                   f"{type(data).__name__} and {type(settings).__name__}")
+    private_set, test_set, make_model = data.private_set, data.test_set, data.make_model
+    warm_state, public_set, blurred_set = data.warm_state, data.public_set, data.blurred_set
+    delta, epochs, batch_size, lr = settings.delta, settings.epochs, settings.batch_size, settings.lr
+    n_public_grads, refresh, accountant = settings.n_public_grads, settings.refresh, settings.accountant
+    nonprivate_epochs = settings.nonprivate_epochs
     n_show = check_int("n_show", n_show, minimum=0)
     outcomes: list[RunOutcome] = []
     bar = None
@@ -343,16 +374,16 @@ def run_design(
         check_choice("init", spec.init, _INITS)
         if spec.init == "warm" and warm_state is None:
             raise InvalidArgumentError(f"run {spec.label!r} needs warm_state (the public-data pretraining)")
-        kwargs: dict[str, Any] = {}
+        dp = public = None
         if spec.method != "nonprivate":
-            kwargs.update(epsilon=spec.epsilon, delta=delta, clip=spec.clip, accountant=accountant)
+            dp = DPSpec(epsilon=spec.epsilon, delta=delta, clip=spec.clip, accountant=accountant)
         if spec.method in _PROJECTED:
             if public_set is None:
                 raise InsufficientDataError(f"run {spec.label!r} needs a public_set")
             m = min(int(n_public_grads), len(public_set))
-            kwargs.update(public_set=public_set, k=min(int(spec.k), m), n_public=m, refresh=refresh)
+            public = PublicSpec(public_set=public_set, k=min(int(spec.k), m), n_public=m, refresh=refresh)
         if spec.method in ("feature", "feature_projective") and blurred_set is not None:
-            kwargs["blurred_set"] = blurred_set
+            public = PublicSpec(blurred_set=blurred_set) if public is None else replace(public, blurred_set=blurred_set)
         train_set = private_set
         if spec.view == "blurred":
             if spec.method != "nonprivate":
@@ -364,9 +395,9 @@ def run_design(
             raise InvalidArgumentError(f"run {spec.label!r}: view must be 'raw' or 'blurred', got {spec.view!r}")
         t0, c0 = time.perf_counter(), time.process_time()
         run_epochs = epochs if spec.method != "nonprivate" or nonprivate_epochs is None else nonprivate_epochs
-        res = train(make_model(spec.seed), train_set, method=spec.method, epochs=run_epochs, batch_size=batch_size,
-                    lr=lr, seed=spec.seed, device=device,
-                    warm_start=warm_state if spec.init == "warm" else None, **kwargs)
+        res = train(make_model(spec.seed), train_set, method=spec.method, dp=dp, public=public,
+                    schedule=Schedule(epochs=run_epochs, batch_size=batch_size, lr=lr), seed=spec.seed, device=device,
+                    warm_start=warm_state if spec.init == "warm" else None)
         cpu, wall = time.process_time() - c0, time.perf_counter() - t0
         score = evaluate_pckh(res.model, test_set)
         pred = (res.model.predict(test_set.images[:n_show], features=isinstance(test_set, CachedFeatures)).cpu()
@@ -639,8 +670,10 @@ def verdict(a: Sequence[float], b: Sequence[float], *, sd: float, floor: float =
 
     The margin is ``max(2 * sd * sqrt(1/n_a + 1/n_b), floor)``: about a 95 % interval of the difference of the
     two means under the pooled run-to-run spread ``sd``, never below ``floor`` (the drift of a trained result
-    across machines).  ``"holds"`` when the difference exceeds the margin, ``"does not hold"`` when it is below
-    minus the margin, ``"not resolvable"`` in between, or when a run is missing or ``sd`` is unknown.
+    across machines).  The verdict is :func:`privkit.studies.claims.judge_claim` on the difference with the
+    interval ``[diff - margin, diff + margin]`` against 0 (kind ``"above"``): ``"holds"`` when the difference
+    exceeds the margin, ``"does not hold"`` when it is at or below minus the margin, ``"not resolvable"`` in
+    between, or when a run is missing or ``sd`` is unknown.
 
     Returns:
         ``{"mean_a", "mean_b", "diff", "margin", "n_a", "n_b", "verdict"}``.
@@ -655,8 +688,11 @@ def verdict(a: Sequence[float], b: Sequence[float], *, sd: float, floor: float =
     if not math.isfinite(sd):
         return {"mean_a": ma, "mean_b": mb, "diff": diff, "margin": float("nan"), "n_a": len(xa), "n_b": len(xb),
                 "verdict": "not resolvable: no seed spread at this scale"}
+    from privkit.studies.claims import judge_claim
+
     margin = max(2.0 * sd * math.sqrt(1.0 / len(xa) + 1.0 / len(xb)), float(floor))
-    v = "holds" if diff > margin else "does not hold" if diff < -margin else "not resolvable"
+    # the difference with its interval [diff - margin, diff + margin], judged against 0 like every claims table
+    v = judge_claim(diff, diff - margin, diff + margin, threshold=0.0, kind="above")
     return {"mean_a": ma, "mean_b": mb, "diff": diff, "margin": margin, "n_a": len(xa), "n_b": len(xb), "verdict": v}
 
 

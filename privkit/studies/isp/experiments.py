@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import pandas as pd
@@ -47,10 +48,13 @@ from privkit.isp.inversion import (
     wilson_interval,
 )
 from privkit.isp.projection import IdentityProjector, IdentitySanitizer, INLPFitter, LeaceEraser, LeaceFitter, principal_angles
+from privkit.metrics import DEFAULT_MIN_FALSE_ACCEPTS
 from privkit.isp.utility import copy_detection_metrics, knn_accuracy, linear_probe_accuracy
+from privkit.isp.probes import MLPOptions
 from privkit.isp.verification import (
-    DEFAULT_MIN_FALSE_ACCEPTS,
+    EmbeddingSplits,
     VerificationPairs,
+    VerificationProtocol,
     evaluate_verification,
     pair_threshold,
     scan_pairs,
@@ -74,6 +78,9 @@ __all__ = [
     "reference_threshold_from_embeddings",
     "INVERSION_ATTACKS",
     "inversion_study",
+    "AttackedEncoder",
+    "InversionTargets",
+    "InversionSettings",
     "rises_with_rank",
 ]
 
@@ -236,7 +243,7 @@ def verification_table(
     fars: Sequence[float] = (1e-2, 1e-3, 1e-4),
     n_boot: int = 200,
     seed: int = 0,
-    mlp_options: dict | None = None,
+    mlp_options: MLPOptions | None = None,
     ridge_lambdas: Sequence[float] | None = None,
     keep_results: bool = False,
 ) -> tuple[pd.DataFrame, dict]:
@@ -255,7 +262,7 @@ def verification_table(
         fars: FARs to report (those the data cannot resolve get NaN TAR).
         n_boot: identity-bootstrap resamples for the intervals.
         seed: protocol seed (the same for every cell, so the bootstrap draws are paired across cells).
-        mlp_options: keyword arguments for the MLP probe.
+        mlp_options: the MLP probe's training set-up (:class:`~privkit.isp.probes.MLPOptions`).
         ridge_lambdas: λ grid of the ridge probe (None: the library default, 13 values from 1e-3 to 1e3).
         keep_results: also return every :class:`VerificationResult` (keyed by (transform, probe, k)).
 
@@ -279,9 +286,9 @@ def verification_table(
         for probe in probes:
             for k in ([ks[0]] if probe == "raw" else ks):
                 res = evaluate_verification(
-                    *mapped["train"], *mapped["val"], *mapped["test"], probe=probe, k=k, fars=fars,
-                    n_boot=n_boot, seed=seed, mlp_options=mlp_options if probe == "mlp" else None,
-                    ridge_lambdas=ridge_lambdas,
+                    EmbeddingSplits(*mapped["train"], *mapped["val"], *mapped["test"]), probe=probe,
+                    protocol=VerificationProtocol(k=k, fars=fars, n_boot=n_boot), seed=seed,
+                    mlp_options=mlp_options if probe == "mlp" else None, ridge_lambdas=ridge_lambdas,
                 )
                 t = res.table.copy()
                 t["k"] = 0 if probe == "raw" else k
@@ -684,24 +691,69 @@ class _CropView(torch.nn.Module):
         return self._embed_batch(crops)
 
 
+@dataclass(frozen=True, eq=False)
+class AttackedEncoder:
+    """One leaked embedding :func:`inversion_study` inverts.
+
+    Attributes:
+        module: a differentiable module mapping images to the leaked embedding (enables the optimisation attack), or
+            None.
+        aux_embeddings: (N, d) leaked embeddings of the auxiliary images.
+        target_embeddings: (T, d) leaked embeddings of the targets.
+        view: how the module sees images: ``"image"`` (the whole image) or ``"box"`` (a face crop).
+    """
+
+    module: Any
+    aux_embeddings: torch.Tensor
+    target_embeddings: torch.Tensor
+    view: str = "image"
+
+
+@dataclass(frozen=True, eq=False)
+class InversionTargets:
+    """The attacker's auxiliary images and the targets whose faces are reconstructed.
+
+    Attributes:
+        aux_images, aux_boxes, aux_identities: (N, 3, H, W) auxiliary images (identities disjoint from the targets),
+            their (N, 4) xyxy face boxes and (N,) identities (for the CV folds).
+        target_images, target_boxes: (T, 3, H, W) targets and their (T, 4) face boxes.
+        target_identities: (T,) identities of the targets (None: all different).
+    """
+
+    aux_images: torch.Tensor
+    aux_boxes: torch.Tensor
+    aux_identities: torch.Tensor
+    target_images: torch.Tensor
+    target_boxes: torch.Tensor
+    target_identities: torch.Tensor | None = None
+
+
+@dataclass(frozen=True)
+class InversionSettings:
+    """The attacks' set-up: crops (side ``crop_size`` px, margin ``crop_margin``), which attacks, the ridge penalties,
+    the conv decoder (``epochs``, ``channels``) and the latent search (``steps`` Adam steps)."""
+
+    crop_size: int = 32
+    crop_margin: float = 0.2
+    attacks: Sequence[str] = ("ridge", "conv", "optimisation")
+    ridge_lambdas: Sequence[float] = (1e-3, 1e-2, 1e-1, 1.0, 10.0)
+    epochs: int = 30
+    steps: int = 40
+    channels: int = 32
+
+    def __post_init__(self) -> None:
+        for a in self.attacks:
+            check_choice("attacks", a, tuple(INVERSION_ATTACKS))
+        check_int("crop_size", self.crop_size, minimum=8)
+
+
 def inversion_study(
-    attacked: Mapping[str, tuple],
-    aux_images: torch.Tensor,
-    aux_boxes: torch.Tensor,
-    aux_identities: torch.Tensor,
-    target_images: torch.Tensor,
-    target_boxes: torch.Tensor,
+    attacked: Mapping[str, AttackedEncoder],
+    data: InversionTargets,
     reference_encoder: Any,
     threshold: float | Mapping[str, float],
     *,
-    target_identities: torch.Tensor | None = None,
-    crop_size: int = 32,
-    crop_margin: float = 0.2,
-    attacks: Sequence[str] = ("ridge", "conv", "optimisation"),
-    ridge_lambdas: Sequence[float] = (1e-3, 1e-2, 1e-1, 1.0, 10.0),
-    epochs: int = 30,
-    steps: int = 40,
-    channels: int = 32,
+    settings: InversionSettings | None = None,
     seed: int = 0,
 ) -> tuple[pd.DataFrame, dict[str, torch.Tensor]]:
     """Template inversion of leaked (possibly sanitised) embeddings to aligned face crops, judged by a reference encoder.
@@ -732,21 +784,15 @@ def inversion_study(
     95% normal interval — the identity evidence in the reconstructions even when none passes the threshold.
 
     Args:
-        attacked: name -> (differentiable module or None, (N, d) auxiliary embeddings, (T, d) target embeddings[,
-            input]) with input ``"image"`` (default) or ``"box"``: how the module sees images.
-        aux_images, aux_boxes, aux_identities: (N, 3, H, W) auxiliary images (identities disjoint from the targets),
-            their (N, 4) xyxy face boxes and (N,) identities (for the CV folds).
-        target_images, target_boxes: (T, 3, H, W) targets and their (T, 4) face boxes.
+        attacked: name -> :class:`AttackedEncoder` (module or None, auxiliary and target embeddings, view).
+        data: the auxiliary images and the targets (:class:`InversionTargets`).
         reference_encoder: privkit Encoder accepting ``boxes=`` (dlib-resnet-fr), not used by the attacks; or a
             mapping judge name -> such an encoder, to judge the same reconstructions with several references (one
             row per judge; ``threshold`` is then a mapping with the same keys).
         threshold: the reference threshold (e.g. :func:`reference_threshold_from_embeddings` at FAR 1e-3), or one
             per judge.
-        target_identities: (T,) identities of the targets (None: all different).
-        crop_size, crop_margin: the crops (see above).
-        attacks: subset of ``INVERSION_ATTACKS`` ("optimisation" needs "conv"'s decoder and is skipped for rows
-            without a module).
-        ridge_lambdas: candidate ridge penalties; epochs, channels: conv decoder; steps: latent-search steps.
+        settings: crops, attacks and their budgets (:class:`InversionSettings`; "optimisation" needs "conv"'s
+            decoder and is skipped for rows without a module).
         seed: seeds the decoders, the CV folds and the search.
 
     Returns:
@@ -754,8 +800,14 @@ def inversion_study(
         control_rate, rank1, rank1_low, rank1_high, rank1_chance, margin, margin_low, margin_high, ridge_lambda;
         {f"{encoder}/{attack}": reconstructed crops}).
     """
-    for a in attacks:
-        check_choice("attacks", a, tuple(INVERSION_ATTACKS))
+    settings = InversionSettings() if settings is None else settings
+    if not isinstance(settings, InversionSettings) or not isinstance(data, InversionTargets):
+        raise InvalidArgumentError("data must be an InversionTargets and settings an InversionSettings, got "
+                                   f"{type(data).__name__} and {type(settings).__name__}")
+    attacks, ridge_lambdas, epochs, steps = settings.attacks, settings.ridge_lambdas, settings.epochs, settings.steps
+    channels, crop_margin = settings.channels, settings.crop_margin
+    aux_images, aux_boxes, aux_identities = data.aux_images, data.aux_boxes, data.aux_identities
+    target_images, target_boxes, target_identities = data.target_images, data.target_boxes, data.target_identities
     t = target_images.shape[0]
     if t < 2:
         raise InsufficientDataError(f"target_images: need at least 2 targets, got {t}")
@@ -763,7 +815,7 @@ def inversion_study(
     check_tensor("aux_identities", aux_identities, shape=(n_aux,))
     tid = torch.arange(t) if target_identities is None else target_identities.reshape(-1).cpu()
     check_tensor("target_identities", tid, shape=(t,))
-    crop_size = check_int("crop_size", crop_size, minimum=8)
+    crop_size = settings.crop_size
     n_groups = int(torch.unique(aux_identities).numel())
     if n_groups < 2:
         raise InsufficientDataError(f"aux_identities: need at least 2 auxiliary identities, got {n_groups}")
@@ -815,10 +867,10 @@ def inversion_study(
 
     rows, recs = [], {}
     for name, spec in attacked.items():
-        if len(spec) not in (3, 4):
-            raise InvalidArgumentError(f"attacked[{name!r}] must be (module, aux embeddings, target embeddings[, input])")
-        module, z_aux, z_t = spec[:3]
-        mode = check_choice(f"attacked[{name!r}] input", spec[3] if len(spec) == 4 else "image", INPUT_MODES)
+        if not isinstance(spec, AttackedEncoder):
+            raise InvalidArgumentError(f"attacked[{name!r}] must be an AttackedEncoder, got {type(spec).__name__}")
+        module, z_aux, z_t = spec.module, spec.aux_embeddings, spec.target_embeddings
+        mode = check_choice(f"attacked[{name!r}] view", spec.view, INPUT_MODES)
         check_tensor(f"attacked[{name!r}] aux embeddings", z_aux, shape=(n_aux, None), floating=True)
         check_tensor(f"attacked[{name!r}] target embeddings", z_t, shape=(t, z_aux.shape[1]), floating=True)
         z_aux, z_t = z_aux.float().to(aux_crops.device), z_t.float().to(aux_crops.device)

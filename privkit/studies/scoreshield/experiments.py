@@ -29,7 +29,8 @@ from privkit.errors import InsufficientDataError, InvalidArgumentError
 from privkit.privacy import analytic_gaussian_delta, gaussian_sigma, sample_gaussian, scoreshield_constant
 from privkit.scoreshield.projection import clip_to_correlation, nearest_correlation
 from privkit.scoreshield.rag import gold_mask, random_retrieval_recall, retrieval_recall, retrieve, retrieved_count
-from privkit.scoreshield.recalibration import acceptance_rate, auc, eer, fmr_floor, recalibrate_threshold
+from privkit.metrics import auc, eer, pair_auc, smallest_resolvable_far
+from privkit.scoreshield.recalibration import acceptance_rate, fmr_floor, recalibrate_threshold
 from privkit.scoreshield.release import record_sensitivity, release_gram, release_scores
 
 __all__ = [
@@ -364,7 +365,7 @@ def cv_accuracy(
 
 def lfw_protocol_pairs(pairs: torch.Tensor, same: torch.Tensor, fold: torch.Tensor, embeddings: torch.Tensor,
                        identity: torch.Tensor) -> dict[str, torch.Tensor]:
-    """The pairs of LFW's ``pairs.txt`` protocol (:class:`~privkit.data.paper_loaders.LFWPairs`) as a pair set.
+    """The pairs of LFW's ``pairs.txt`` protocol (:class:`~privkit.data.paper.lfw.LFWPairs`) as a pair set.
 
     Args:
         pairs: (P, 2) row indices into ``embeddings``; same: (P,) bool; fold: (P,) the protocol's fold of each pair.
@@ -533,11 +534,11 @@ def dp_verification(
     scores instead, each released with its own noise draw at the same σ (every pair is its own release), while
     accuracy, AUC and EER stay on ``pairs``; the columns ``own_far@… recal`` then give the false-match rate that
     the recalibrated threshold has on the impostor pairs of ``pairs`` (where it transfers, it is near the target).
-    A FAR α is resolvable from N impostor scores only if α ≥ 1/N (the rule of
-    :attr:`ThresholdRecalibration.resolvable`): column ``smallest_resolvable_far`` = 1/N, ``n_far_impostors`` = N.
+    A FAR α is resolvable from N impostor scores only if α ≥ 10/N (privkit's one rule,
+    :func:`privkit.metrics.smallest_resolvable_far`): column ``smallest_resolvable_far`` = 10/N, ``n_far_impostors`` = N.
 
     Raises:
-        InsufficientDataError: a FAR in ``fars`` is below 1/N, or there are no genuine or no impostor scores.
+        InsufficientDataError: a FAR in ``fars`` is below 10/N, or there are no genuine or no impostor scores.
         InvalidArgumentError: bad ``epsilons``, ``delta``, ``fars`` or ``repeats``.
     """
     s, y = pairs["score"].double(), pairs["label"]
@@ -557,11 +558,11 @@ def dp_verification(
     n_far = far_scores.numel()
     if n_far == 0 or int((y == 0).sum()) == 0:
         raise InsufficientDataError("dp_verification: need impostor scores (in pairs, and in impostors if given)")
-    min_far = 1.0 / n_far
+    min_far = smallest_resolvable_far(n_far)
     for far in fars:
         if far < min_far * (1 - 1e-9):
             raise InsufficientDataError(
-                f"far={far:g} is below the smallest FAR that {n_far} impostor scores resolve (1/N = {min_far:.3g}); "
+                f"far={far:g} is below the smallest FAR that {n_far} impostor scores resolve (10/N = {min_far:.3g}); "
                 "drop it or use more impostor pairs")
     rows = []
     clean_thr = {far: recalibrate_threshold(far_scores.clamp(-1, 1), target_fpr=far).threshold for far in fars}
@@ -777,16 +778,6 @@ def recall_at_1(M: torch.Tensor, labels: torch.Tensor) -> float:
     nn = X.argmax(dim=1).cpu()
     y = labels.cpu()
     return float((y[nn] == y).double().mean())
-
-
-def pair_auc(M: torch.Tensor, labels: torch.Tensor) -> float:
-    """AUC of the off-diagonal entries of M separating same-label from different-label pairs."""
-    n = M.shape[0]
-    i, j = torch.triu_indices(n, n, offset=1)
-    s = M.double().cpu()[i, j]
-    y = labels.cpu()
-    same = y[i] == y[j]
-    return auc(s[same], s[~same])
 
 
 _METRICS: dict[str, Callable[[torch.Tensor, torch.Tensor], float]] = {

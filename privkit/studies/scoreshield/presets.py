@@ -21,7 +21,7 @@ class ScoreShieldConfig:
             (at the paper scale ``"lfw"``, read from ``data_root``).
         impostor_set: face set of many distinct people, one image each, whose all-pairs scores give the impostor
             side wherever Table 1 estimates false-match rates and recalibrated thresholds (``"portraits"``: 609 real
-            people, 185,136 pairs, so FARs down to 1/185,136 ≈ 5.4e-6 are resolvable); ``None`` uses each
+            people, 185,136 pairs, so FARs down to 10/185,136 ≈ 5.4e-5 are resolvable); ``None`` uses each
             protocol's own impostor pairs.
         impostor_identities: how many of its identities to use (``None``: all).
         scaling_ns: collection sizes n for the error-scaling figure (paper Fig. 2).
@@ -88,7 +88,7 @@ _RAG_EPS = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
 SMOKE = ScoreShieldConfig(
     face_set="lfw-subset-views", n_identities=12, images_per_identity=4, face_size=64,
     face_encoders=("dlib-resnet-fr",), verification_sets=("lfw-subset-views",), impostor_set="portraits",
-    impostor_identities=40,
+    impostor_identities=50,
     scaling_ns=(8, 16, 32), scaling_repeats=1,
     verification_epsilons=(20.0, 100.0), verification_delta=1e-4, verification_repeats=1,
     images_per_template=2, ijb_sets=(),

@@ -44,6 +44,7 @@ from scipy import stats
 
 from privkit._validate import check_choice, check_int, check_probability, check_tensor
 from privkit.data.types import FaceSet
+from privkit.metrics import resolvable_far as metrics_resolvable_far
 from privkit.errors import InsufficientDataError, InvalidArgumentError, ShapeError
 from privkit.synthesisnet.metrics import identity_distance_from_embeddings, reidentification_from_embeddings
 from privkit.synthesisnet.pipeline import NOISE_MODES, SynthesisNet
@@ -199,14 +200,13 @@ class AttributeProbe:
 
 
 def resolvable_far(far: float, identities: torch.Tensor) -> float:
-    """``far``, raised to the smallest FAR the impostor pairs of a release resolve (1 / number of impostor pairs
-    published_i vs original_j of other identities) when it is below it."""
-    far = check_probability("far", far)
+    """``far``, raised to the smallest FAR the impostor pairs of a release resolve (published_i vs original_j of
+    other identities; privkit's one rule, :func:`privkit.metrics.resolvable_far`) when it is below it."""
     ids = identities.detach().cpu()
     n_imp = int((ids[:, None] != ids[None, :]).sum())
     if n_imp == 0:
         raise InsufficientDataError("identities: need at least 2 distinct identities for impostor pairs")
-    return max(far, 1.0 / n_imp)
+    return metrics_resolvable_far(far, n_imp)
 
 
 def rank1_chance_interval(chance: float, n: int, *, confidence: float = 0.99) -> tuple[float, float]:

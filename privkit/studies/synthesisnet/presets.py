@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-
 @dataclass(frozen=True)
 class SynthesisNetPreset:
     """Everything the scale decides in the SynthesisNet notebook.
@@ -28,26 +27,11 @@ class SynthesisNetPreset:
             ``image_size``), mirroring CelebA's aligned & cropped images; ``None``: the images are used as loaded
             (CelebA's aligned crops at the paper scale).
         width, id_dim: SynthesisNet architecture (see :class:`~privkit.synthesisnet.SynthesisNetConfig`).
-        att_dim: size of the attribute latent ``z_att``, which is published WITHOUT noise (the metric-DP guarantee
-            covers ``z_id`` only), so it must carry as little identity as possible [I]. The default scale uses 8:
-            its attributes are five or six discrete labels, and the size of ``z_att`` is the bottleneck that decides
-            how much identity it can carry. privkit measured it on ``lfw-subset-views`` (300 test faces of 30 unseen
-            identities, autoencoder only, 40 epochs; leave-one-out nearest-neighbour rank-1 of ``z_att``, chance
-            0.030): att_dim 64 -> 0.123, 32 -> 0.087, 16 -> 0.087, 8 -> 0.037 (the reconstruction L1 0.14 - 0.15
-            throughout). The gradient-reversal identity adversary (``lambda_adv = 1``) sat at chance on training
-            identities at every size, so a smaller latent, not a stronger adversary, was the fix. What ``z_att``
-            still leaks on ``portraits-views`` is measured by the notebook (latent-leakage table and the model's
-            own identity encoder at the smallest ε) and reported as a limitation, not bounded: no guarantee covers
-            ``z_att``. The paper scale keeps 256 (CelebA: 40 attribute labels).
-        lambda_id: weight of the identity-classification loss on ``z_id`` in the autoencoder phase. privkit's
-            choice 0.3 (with ``id_dim = 64``): with weight 1 and ``id_dim = 16`` the identity latent collapsed onto
-            the 70 training identities (a 70-way code), the decoder rendered an average face for unseen
-            identities and dlib recognised no reconstruction; a larger, less class-bound latent lets the
-            reconstruction terms put a description of the face into ``z_id``.
+        att_dim: size of the attribute latent ``z_att``, published WITHOUT noise (the metric-DP guarantee covers
+            ``z_id`` only), so it must carry as little identity as possible [I] (docs/synthesisnet.md §5b).
+        lambda_id: weight of the identity-classification loss on ``z_id`` in the autoencoder phase [I] (§5b).
         noise_prob: share of GAN training samples whose identity latent is privatised as at publishing time (ε
-            log-uniform in 0.01 .. 1), see :class:`~privkit.synthesisnet.SynthesisNetConfig`. privkit's choice 0.5
-            [I]: trained on encoder outputs only, the generator rendered the nearly random identity latents of
-            small ε as colour noise, and the attribute probe fell to its majority rates at ε = 0.01.
+            log-uniform in 0.01 .. 1), see :class:`~privkit.synthesisnet.SynthesisNetConfig` [I] (§5b).
         lambda_cls: weight of the auxiliary attribute-classification term of the GAN (generator and classifier).
         epochs_ae, epochs_gan, batch_size: training schedule of both phases.
         epsilons: the ε sweep of the identity-noise release (the paper sweeps 0.01 .. 1).
@@ -55,8 +39,8 @@ class SynthesisNetPreset:
             recognisers and listed in the IS/FID table.
         baseline_epsilons: ε values of the published-noise-only baseline (metric-DP noise on the whole latent) that
             the real recognisers judge.
-        judge_images_per_identity: test images per identity the real recognisers (``faceres``, dlib; ~10 and ~16
-            images/s on a shared 2-core CPU) see per release; the originals of those images are the gallery.
+        judge_images_per_identity: test images per identity the real recognisers (``faceres``, dlib) see per
+            release; the originals of those images are the gallery.
         judge_epsilons: ε values of the method the real recognisers see (all of them are judged by the model's
             identity encoder).
         judge_centre_identities: training identities (one image each) whose mean descriptor centres each real

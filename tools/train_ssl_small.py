@@ -1,4 +1,7 @@
-"""Training code for ``ssl-small`` (see :mod:`privkit.encoders.ssl_small`): data, augmentations, NT-Xent, CLI.
+"""Training tool for ``ssl-small`` (see :mod:`privkit.encoders.ssl_small`): data, augmentations, NT-Xent, CLI.
+
+This is the one-off tool that trained the weights bundled in ``privkit/assets/ssl_small.safetensors``; it lives
+outside the library (run it from the repository root with privkit installed).
 
 Data (all offline, all unlabelled for training; no identity labels anywhere):
 
@@ -23,7 +26,7 @@ with random colours), face vs non-face on
 ``lfw_subset`` (leave-one-out) and texture classification on photos never seen in training
 (:data:`PROBE_TEXTURES`).
 
-CLI: ``python -m privkit.encoders.ssl_train --out privkit/assets/ssl_small.safetensors`` (whose defaults are
+CLI: ``python tools/train_ssl_small.py --out privkit/assets/ssl_small.safetensors`` (whose defaults are
 the settings of the committed run: seed 0, 220 steps of 128 instances, one thread) reproduces the committed
 weights bit for bit on the same PyTorch build; ``privkit/assets/ssl_small.json`` records the exact command.
 It took 813 s on a shared 2-core CPU.
@@ -46,9 +49,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .._validate import check_int, check_positive, check_probability, check_real, check_tensor
-from ..errors import InvalidArgumentError, UnknownNameError
-from .ssl_small import (
+from privkit import __version__
+from privkit._validate import check_int, check_positive, check_probability, check_real, check_tensor
+from privkit.encoders.ssl_small import (
     SSL_SMALL_INPUT_SIZE,
     SSLSmallBackbone,
     SSLSmallConfig,
@@ -58,6 +61,7 @@ from .ssl_small import (
     sha256_file,
     standardize_images,
 )
+from privkit.errors import InvalidArgumentError, UnknownNameError
 
 __all__ = [
     "TRAIN_PHOTOS",
@@ -753,7 +757,7 @@ def _command(
     out_path: Path | None, seed: int, steps: int, batch_size: int, lr: float, temperature: float,
     weight_decay: float, threads: int,
 ) -> str:
-    parts = ["python", "-m", "privkit.encoders.ssl_train", "--out", str(out_path) if out_path else "OUT.safetensors",
+    parts = ["python", "tools/train_ssl_small.py", "--out", str(out_path) if out_path else "OUT.safetensors",
              "--seed", str(seed), "--steps", str(steps), "--batch-size", str(batch_size), "--lr", repr(lr),
              "--temperature", repr(temperature), "--weight-decay", repr(weight_decay), "--threads", str(threads)]
     return shlex.join(parts)
@@ -853,8 +857,6 @@ def train_ssl_small(
     net = net.to(memory_format=torch.contiguous_format)
     net.eval()
 
-    from .. import __version__
-
     threads = torch.get_num_threads()
     meta: dict = {
         "name": "ssl-small",
@@ -892,7 +894,7 @@ def train_ssl_small(
         meta["probes"] = {
             "trained": {k: round(v, 4) for k, v in evaluate_probes(trained_enc).items()},
             "random_init": {k: round(v, 4) for k, v in evaluate_probes(random_enc).items()},
-            "protocol": "cosine 5-NN, similarity-weighted vote; see privkit.encoders.ssl_train.evaluate_probes",
+            "protocol": "cosine 5-NN, similarity-weighted vote; see tools/train_ssl_small.py, evaluate_probes",
         }
     result = SSLTrainResult(net=net, losses=losses, metadata=meta, out_path=None)
     if out is not None:
@@ -927,8 +929,8 @@ def save_ssl_small(backbone: SSLSmallBackbone, out_path: str | Path, *, metadata
 # CLI
 # ----------------------------------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m privkit.encoders.ssl_train --out PATH [...]``: train and write weights + metadata."""
-    p = argparse.ArgumentParser(prog="python -m privkit.encoders.ssl_train", description=__doc__.split("\n\n")[0])
+    """``python tools/train_ssl_small.py --out PATH [...]``: train and write weights + metadata."""
+    p = argparse.ArgumentParser(prog="python tools/train_ssl_small.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True, help="output .safetensors path (metadata goes to the same stem .json)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--steps", type=int, default=220)

@@ -1,0 +1,596 @@
+"""The tables of the ISP notebook (``notebooks/isp.py``): each study's loop over encoders, and the tables built from it.
+
+The notebook calls these in order — :func:`embed_encoders` → :func:`leakage_study` →
+:func:`leakage_wide` / :func:`paper_reference_table` / :func:`paired_leakage` → :func:`attribution_study` →
+:func:`rank_sweep` → :func:`utility_summary` / :func:`baseline_table` → :func:`subspace_table` →
+:func:`run_inversion` — and prints or saves what they return. The single-encoder building blocks they loop over
+live in :mod:`privkit.studies.isp.experiments`.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from privkit._validate import check_columns, check_int, check_probability
+from privkit.data.types import FaceSet
+from privkit.errors import InsufficientDataError, InvalidArgumentError, PrivkitError
+from privkit.isp.probes import MLPOptions
+from privkit.studies.isp import experiments as X
+from privkit.studies.isp.presets import IspConfig
+
+__all__ = [
+    "EmbeddedEncoders",
+    "LeakageStudy",
+    "RankSweep",
+    "InversionRun",
+    "embed_encoders",
+    "leakage_study",
+    "leakage_wide",
+    "format_leakage",
+    "paper_reference_table",
+    "paired_leakage",
+    "describe_paired_leakage",
+    "raw_leakers",
+    "attribution_study",
+    "rank_sweep",
+    "utility_summary",
+    "baseline_table",
+    "subspace_table",
+    "inversion_roles",
+    "run_inversion",
+    "format_inversion",
+]
+
+Split = tuple[torch.Tensor, torch.Tensor]
+
+
+def _check_nonempty(name: str, labels: Sequence[str]) -> list[str]:
+    labels = list(labels)
+    if not labels:
+        raise InsufficientDataError(f"{name} is empty: no encoder produced embeddings")
+    return labels
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Data and embeddings
+# ---------------------------------------------------------------------------------------------------------------------
+@dataclass
+class EmbeddedEncoders:
+    """What :func:`embed_encoders` returns.
+
+    Attributes:
+        encoders: encoder name -> loaded encoder; emb / emb_other: label ``"name [mode]"`` -> (N, D) embeddings of
+        the main / other set; table: one row per embedded encoder (kind, dimension, failures to enrol);
+        skipped: one line per encoder of the preset that is not available here.
+    """
+
+    encoders: dict[str, Any]
+    emb: dict[str, torch.Tensor]
+    emb_other: dict[str, torch.Tensor]
+    table: pd.DataFrame
+    skipped: list[str] = field(default_factory=list)
+
+
+def embed_encoders(cfg: IspConfig, faces: FaceSet, other: FaceSet, *, device: Any, data_root: str | None = None,
+                   seed: int = 0, progress: bool = False) -> EmbeddedEncoders:
+    """Embeddings of both face sets by every encoder of ``cfg.encoders`` (``"name:mode"``, mode ``image`` or
+    ``box``) that is available here, through the on-disk cache of :func:`~privkit.studies.isp.experiments.embed_faces`.
+
+    Raises:
+        InvalidArgumentError: an encoder spec without ``":"`` or with an unknown mode, or ``seed < 0``.
+    """
+    seed = check_int("seed", seed, minimum=0)
+    from privkit.encoders import list_encoders, load_encoder
+
+    with warnings.catch_warnings():  # tqdm.auto warns when ipywidgets is absent and falls back to text bars
+        warnings.simplefilter("ignore")
+        from tqdm.auto import tqdm
+    for spec in cfg.encoders:
+        if spec.count(":") != 1 or spec.split(":")[1] not in X.INPUT_MODES:
+            raise InvalidArgumentError(f"encoder spec must be 'name:mode' with mode in {X.INPUT_MODES}, got {spec!r}")
+    available = {e.name: e.available for e in list_encoders(data_root=data_root)}
+    encoders, emb, emb_other, rows, skipped = {}, {}, {}, [], []
+    for spec in tqdm(cfg.encoders, desc="embeddings", disable=not progress):
+        name, mode = spec.split(":")
+        label = f"{name} [{mode}]"
+        if not available.get(name, False):
+            why = "; ".join(e.detail for e in list_encoders(data_root=data_root) if e.name == name)
+            skipped.append(f"skipping {label}: not available here ({why})")
+            continue
+        if name not in encoders:
+            encoders[name] = load_encoder(name, device=device, data_root=data_root)
+        enc = encoders[name]
+        enc.reset_failures()
+        emb[label] = X.embed_faces(enc, faces, input=mode, seed=seed)
+        emb_other[label] = X.embed_faces(enc, other, input=mode, seed=seed)
+        rows.append({"encoder": label, "kind": enc.kind, "dim": emb[label].shape[1],
+                     "failures_to_enrol (uncached images)": enc.failures_to_enrol})
+    return EmbeddedEncoders(encoders, emb, emb_other, pd.DataFrame(rows), skipped)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# 1. Leakage before and after ISP
+# ---------------------------------------------------------------------------------------------------------------------
+@dataclass
+class LeakageStudy:
+    """What :func:`leakage_study` returns.
+
+    Attributes:
+        fits: label -> {"ISP-W": full-rank fit on the probe-fit identities, "ISP-X": fit on the other set};
+        projectors: label -> the same cut to the main rank; leak: the long verification table (every encoder,
+        probe, transform, k and FAR; the cosine attacker's probe is named "cosine"); cells: label -> the kept
+        per-cell results of the linear probes (for paired comparisons).
+    """
+
+    fits: dict[str, dict[str, Any]]
+    projectors: dict[str, dict[str, Any]]
+    leak: pd.DataFrame
+    cells: dict[str, Any]
+
+
+def leakage_study(cfg: IspConfig, labels: Sequence[str], splits: Mapping[str, Mapping[str, Split]],
+                  emb_other: Mapping[str, torch.Tensor], other_identity: torch.Tensor, *,
+                  seed: int = 0) -> LeakageStudy:
+    """Open-set verification TARs of every encoder, raw and after ISP-W / ISP-X at ``cfg.isp_rank`` (capped by each
+    fit's rank), for the preset's probes, shots and FARs; the MLP probe only at the largest k.
+
+    Raises:
+        InsufficientDataError: no labels; InvalidArgumentError: ``seed < 0``.
+    """
+    labels = _check_nonempty("labels", labels)
+    seed = check_int("seed", seed, minimum=0)
+    fits, projectors, tables, cells = {}, {}, [], {}
+    r_max_x = min(max(cfg.ranks), int(torch.unique(other_identity).numel()) - 1)
+    for lab in labels:
+        tr_emb, tr_id = splits[lab]["train"]
+        d = tr_emb.shape[1]
+        fits[lab] = {
+            # fitted once at the full numerical rank (≤ min(d, m − 1)) and cut to every rank of the sweep
+            "ISP-W": X.fit_eraser("isp", tr_emb, tr_id, rank=None),
+            "ISP-X": X.fit_eraser("isp", emb_other[lab], other_identity, rank=min(cfg.isp_rank, r_max_x, d)),
+        }
+        r_main = min(cfg.isp_rank, fits[lab]["ISP-W"].rank, fits[lab]["ISP-X"].rank)
+        projectors[lab] = {k: X.truncate_eraser(v, r_main) for k, v in fits[lab].items()}
+        tr = {"raw": None, **projectors[lab]}
+        lin = [p for p in cfg.probes if p != "mlp"]
+        t, res = X.verification_table(splits[lab], tr, probes=lin, ks=cfg.ks, fars=cfg.fars, n_boot=cfg.n_boot,
+                                      seed=seed, ridge_lambdas=cfg.ridge_lambdas, keep_results=True)
+        if "mlp" in cfg.probes:  # the MLP only at the largest k: with one shot per identity it has nothing to learn
+            t2, _ = X.verification_table(splits[lab], tr, probes=("mlp",), ks=(max(cfg.ks),), fars=cfg.fars,
+                                         n_boot=cfg.n_boot, seed=seed,
+                                         mlp_options=MLPOptions(max_epochs=cfg.mlp_epochs,
+                                                                     patience=cfg.mlp_patience))
+            t = pd.concat([t, t2], ignore_index=True)
+        t.insert(0, "encoder", lab)
+        t.insert(1, "rank", r_main)
+        tables.append(t)
+        cells[lab] = res
+    leak = pd.concat(tables, ignore_index=True)
+    leak["probe"] = leak["probe"].replace({"raw": "cosine"})
+    return LeakageStudy(fits, projectors, leak, cells)
+
+
+def leakage_wide(lo: pd.DataFrame, far: float) -> pd.DataFrame:
+    """Table 1: one row per (encoder, probe, k) at one FAR, the TAR and its interval for raw / ISP-W / ISP-X side by
+    side, and the chance TAR (the realised FAR of the raw cell).
+
+    Raises:
+        InvalidArgumentError: ``lo`` lacks a column of the verification table, or ``far`` is not in (0, 1].
+    """
+    check_columns("lo", lo, ["encoder", "probe", "k", "transform", "tar", "tar_low", "tar_high", "realised_far"])
+    check_probability("far", far, open_high=False)
+    wide = lo.pivot_table(index=["encoder", "probe", "k"], columns="transform", values=["tar", "tar_low", "tar_high"],
+                          sort=False)
+    wide.columns = [f"{t}_{v}" for v, t in wide.columns]
+    wide = wide.reset_index()
+    wide.insert(3, "far", far)
+    chance = lo[lo["transform"] == "raw"][["encoder", "probe", "k", "realised_far"]].rename(
+        columns={"realised_far": "chance_tar"})
+    return wide.merge(chance, on=["encoder", "probe", "k"], how="left")
+
+
+def format_leakage(wide: pd.DataFrame) -> pd.DataFrame:
+    """Table 1 for reading: TAR % with its interval as ``"a [b, c]"`` per transform, and the chance TAR in %."""
+    check_columns("wide", wide, ["encoder", "probe", "k", "chance_tar"])
+    show = wide[["encoder", "probe", "k", "chance_tar"]].copy()
+    for t in ("raw", "ISP-W", "ISP-X"):
+        show[t] = [f"{100 * a:5.1f} [{100 * b:4.1f}, {100 * c:4.1f}]" for a, b, c in
+                   zip(wide[f"{t}_tar"], wide[f"{t}_tar_low"], wide[f"{t}_tar_high"])]
+    show["chance_tar"] = (100 * show["chance_tar"]).map("{:.2f}".format)
+    return show.rename(columns={"chance_tar": "chance (%)"})
+
+
+def paper_reference_table(lo: pd.DataFrame, labels: Sequence[str], *, ks: Sequence[int], far: float,
+                          dataset: str) -> pd.DataFrame:
+    """Table 2: the paper's ridge TARs (%, CelebA-20, FAR 1e-4) and ours at ``far`` (k = 1 and the largest k) in the
+    same columns; our k = 1 columns are NaN when the smallest k is the largest.
+
+    Raises:
+        InvalidArgumentError: ``lo`` lacks a column of the verification table, or ``ks`` is empty.
+    """
+    check_columns("lo", lo, ["encoder", "probe", "k", "transform", "tar"])
+    if not len(ks):
+        raise InvalidArgumentError("ks must not be empty")
+    k_max = max(ks)
+    paper = pd.DataFrame([{"source": "paper (CelebA-20, FAR 1e-4, k=16)", "encoder": e, "far": 1e-4, "k_max": 16,
+                           **{c: v for c, v in vals.items()}} for e, vals in X.PAPER_RIDGE_TAR.items()])
+    paper = paper.rename(columns={"k16_raw": "kmax_raw", "k16_ispw": "kmax_ispw", "k16_ispx": "kmax_ispx"})
+    ours = []
+    ridge = lo[lo.probe == "ridge"]
+    for lab in labels:
+        r = ridge[ridge.encoder == lab].set_index(["transform", "k"]).tar * 100
+        ours.append({"source": f"privkit ({dataset}, FAR {far:g}, k={k_max})", "encoder": lab, "far": far,
+                     "k_max": k_max, "k1_raw": r.get(("raw", min(ks)), np.nan),
+                     "k1_ispw": r.get(("ISP-W", min(ks)), np.nan), "kmax_raw": r.get(("raw", k_max), np.nan),
+                     "kmax_ispw": r.get(("ISP-W", k_max), np.nan), "kmax_ispx": r.get(("ISP-X", k_max), np.nan)})
+    table2 = pd.concat([paper, pd.DataFrame(ours)], ignore_index=True)
+    if min(ks) == k_max:
+        table2.loc[table2.source.str.startswith("privkit"), ["k1_raw", "k1_ispw"]] = np.nan
+    return table2
+
+
+def _raw_ridge_row(lo: pd.DataFrame, lab: str, k_max: int) -> pd.Series:
+    return lo[(lo.encoder == lab) & (lo.probe == "ridge") & (lo["transform"] == "raw") & (lo.k == k_max)].iloc[0]
+
+
+def raw_leakers(lo: pd.DataFrame, labels: Sequence[str], *, k_max: int) -> list[str]:
+    """The encoders whose raw ridge TAR at the largest k lies above chance by more than its interval (the lower
+    bound exceeds the realised FAR)."""
+    check_columns("lo", lo, ["encoder", "probe", "k", "transform", "tar_low", "realised_far"])
+    return [lab for lab in labels if (lambda r: r.tar_low > r.realised_far)(_raw_ridge_row(lo, lab, k_max))]
+
+
+def paired_leakage(lo: pd.DataFrame, cells: Mapping[str, Any], labels: Sequence[str], *, k_max: int, far: float,
+                   n_boot: int, seed: int = 0) -> pd.DataFrame:
+    """The drop raw − ISP-W and raw − ISP-X of each encoder's ridge TAR at ``far`` and the largest k, with its paired
+    identity-bootstrap interval; ``leaks`` / ``clear_leak`` say whether the raw TAR is above chance beyond its
+    interval / by more than its interval's width.
+
+    Raises:
+        InvalidArgumentError: ``lo`` lacks a column, ``n_boot < 1`` or ``seed < 0``.
+    """
+    check_columns("lo", lo, ["encoder", "probe", "k", "transform", "tar", "tar_low", "tar_high", "realised_far"])
+    n_boot = check_int("n_boot", n_boot, minimum=1)
+    seed = check_int("seed", seed, minimum=0)
+    comp = []
+    for lab in labels:
+        raw_row = _raw_ridge_row(lo, lab, k_max)
+        leaks = bool(raw_row.tar_low > raw_row.realised_far)
+        clear = bool(raw_row.tar - raw_row.realised_far > raw_row.tar_high - raw_row.tar_low)
+        for t in ("ISP-W", "ISP-X"):
+            pc = X.paired_comparison(cells[lab], ("raw", "ridge", k_max), (t, "ridge", k_max), far=far,
+                                     n_boot=n_boot, seed=seed)
+            comp.append({"encoder": lab, "leaks": leaks, "clear_leak": clear, "transform": t, "raw_tar": pc["tar_a"],
+                         "isp_tar": pc["tar_b"], "drop": pc["difference"], "drop_low": pc["low"],
+                         "drop_high": pc["high"], "chance": raw_row.realised_far})
+    return pd.DataFrame(comp)
+
+
+def describe_paired_leakage(comp: pd.DataFrame) -> list[str]:
+    """One sentence per leaking encoder of :func:`paired_leakage`: its ridge TAR raw -> ISP-W / ISP-X and whether
+    each drop is significant (paired interval above 0)."""
+    check_columns("comp", comp, ["encoder", "leaks", "transform", "raw_tar", "isp_tar", "drop_low"])
+    lines = []
+    for lab in comp[comp.leaks].encoder.unique():
+        w, x_ = (comp[(comp.encoder == lab) & (comp["transform"] == t)].iloc[0] for t in ("ISP-W", "ISP-X"))
+        sig = lambda c: "significant" if c.drop_low > 0 else "not significant"  # noqa: E731
+        lines.append(f"{lab}: ridge TAR {100 * w.raw_tar:.1f}% -> ISP-W {100 * w.isp_tar:.1f}% ({sig(w)}), "
+                     f"ISP-X {100 * x_.isp_tar:.1f}% ({sig(x_)})")
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# 2. Face versus context
+# ---------------------------------------------------------------------------------------------------------------------
+def attribution_study(cfg: IspConfig, encoders: Mapping[str, Any], pool: FaceSet, *,
+                      seed: int = 0) -> tuple[dict[str, pd.DataFrame], list[str]]:
+    """FII by FCR, CPI against face blur and the B* curve of every encoder of ``cfg.attribution_encoders`` that is
+    loaded, and their summary (Table 3: mean FII, CPI without and with the strongest blur, median B*).
+
+    Returns:
+        ({"table3", "fii", "cpi", "bstar"} DataFrames (each long one with an ``encoder`` column), notes: one line
+        per encoder skipped or without CPI).
+
+    Raises:
+        InvalidArgumentError: ``seed < 0``.
+    """
+    seed = check_int("seed", seed, minimum=0)
+    fii_rows, cpi_rows, bstar_rows, summary, notes = [], [], [], [], []
+    for spec in cfg.attribution_encoders:
+        name, mode = spec.split(":")
+        lab = f"{name} [{mode}]"
+        if name not in encoders:
+            notes.append(f"skipping {lab}: not loaded")
+            continue
+        a = X.attribution_tables(encoders[name], pool, fii_images=cfg.fii_images, sigma=cfg.fii_sigma,
+                                 n_context_regions=cfg.fii_regions, fcr_bins=cfg.fcr_bins, cpi_sigmas=cfg.cpi_sigmas,
+                                 cpi_queries=cfg.cpi_queries, bstar_pairs=cfg.bstar_pairs, bstar_betas=cfg.bstar_betas,
+                                 seed=seed)
+        fii_rows.append(a["fii_by_fcr"].assign(encoder=lab))
+        if a["cpi"] is not None:
+            cpi_rows.append(a["cpi"].assign(encoder=lab))
+        else:
+            notes.append(f"{lab}: CPI not computed ({a['cpi_note']})")
+        bstar_rows.append(a["bstar"].curve.assign(encoder=lab))
+        b = a["bstar"]
+        summary.append({"encoder": lab, "fii_mean": a["fii"].fii.mean(),
+                        "fii_normalised_mean": a["fii"].fii_normalised.mean(),
+                        "share_face_dominant": float((a["fii"].fii > 0).mean()),
+                        "cpi_no_blur": a["cpi"].cpi.iloc[0] if a["cpi"] is not None else np.nan,
+                        "cpi_max_blur": a["cpi"].cpi.iloc[-1] if a["cpi"] is not None else np.nan,
+                        "b_star_median": b.median if math.isfinite(b.median) else np.nan,
+                        "never_flipped": b.never_flipped})
+    if not summary:
+        raise InsufficientDataError("no attribution encoder of the preset is loaded")
+    out = {"table3": pd.DataFrame(summary), "fii": pd.concat(fii_rows, ignore_index=True),
+           "cpi": (pd.concat(cpi_rows, ignore_index=True) if cpi_rows
+                   else pd.DataFrame(columns=["sigma", "cpi", "sem", "encoder"])),
+           "bstar": pd.concat(bstar_rows, ignore_index=True)}
+    return out, notes
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# 3-4. Rank sweep, utility, baselines
+# ---------------------------------------------------------------------------------------------------------------------
+@dataclass
+class RankSweep:
+    """What :func:`rank_sweep` returns.
+
+    Attributes:
+        sweep: ridge TAR per encoder, method (raw, ISP-W, LEACE, INLP) and rank; util: the utility table of every
+        encoder (kNN / linear-probe / copy-detection retention); imnet: ImageNet top-1 agreement rows (empty when
+        no encoder has an ImageNet head); notes: one line per baseline that could not be fitted.
+    """
+
+    sweep: pd.DataFrame
+    util: pd.DataFrame
+    imnet: pd.DataFrame
+    notes: list[str]
+
+
+def _imagenet_agreement(encoder: Any, transforms: Mapping[tuple[str, int], Any], photo_views: torch.Tensor,
+                        photo_names: np.ndarray, *, label: str, seed: int) -> list[dict[str, Any]]:
+    """Top-1 agreement with the raw ImageNet classifier after each transform, averaged per photo, with a 95%
+    photo-bootstrap interval (2000 resamples)."""
+    from privkit.isp.utility import imagenet_top1_retention
+
+    rows = []
+    with torch.no_grad():
+        pooled = encoder.pooled_features(photo_views)
+    for (m, r), fn in transforms.items():
+        per_photo = []
+        for ph in dict.fromkeys(photo_names):
+            sel = torch.from_numpy(photo_names == ph)
+            per_photo.append(imagenet_top1_retention(encoder, None, fn, pooled=pooled[sel])["top1_agreement"])
+        per_photo = np.array(per_photo)
+        boot = np.random.default_rng(seed).choice(per_photo, size=(2000, len(per_photo))).mean(1)
+        rows.append({"encoder": label, "method": m, "rank": r, "agreement": per_photo.mean(),
+                     "agreement_low": np.quantile(boot, 0.025), "agreement_high": np.quantile(boot, 0.975),
+                     "n": int(pooled.shape[0]), "photos": len(per_photo)})
+    return rows
+
+
+def rank_sweep(cfg: IspConfig, labels: Sequence[str], *, faces: FaceSet, masks: Mapping[str, torch.Tensor],
+               emb: Mapping[str, torch.Tensor], splits: Mapping[str, Mapping[str, Split]],
+               encoders: Mapping[str, Any], fits: Mapping[str, Mapping[str, Any]],
+               projectors: Mapping[str, Mapping[str, Any]], k_max: int, far: float, seed: int = 0) -> RankSweep:
+    """Ridge TAR at ``far`` and utility of every encoder raw, after ISP-W at every rank of ``cfg.ranks`` and after
+    LEACE / INLP at every rank of ``cfg.baseline_ranks``; utility = kNN (and, for general-purpose encoders, a linear
+    probe at the main rank) on the non-identity attributes, copy detection of augmented test images (whole-image
+    encoders), ImageNet top-1 agreement (encoders with an ImageNet head, ISP-X included).
+
+    Raises:
+        InsufficientDataError: no labels; InvalidArgumentError: ``far`` outside (0, 1] or ``seed < 0``.
+    """
+    from privkit.isp import simple_augment
+    from privkit.isp.utility import imagenet_photo_views
+
+    labels = _check_nonempty("labels", labels)
+    check_probability("far", far, open_high=False)
+    seed = check_int("seed", seed, minimum=0)
+    sweep, util, imnet, notes = [], [], [], []
+    photo_views, photo_names = imagenet_photo_views(cfg.imagenet_views, size=224, seed=seed, return_names=True)
+    photo_names = np.array(photo_names)
+    gen_aug = torch.Generator().manual_seed(seed)
+    test_idx = torch.nonzero(masks["test"]).flatten()
+    ref_idx = test_idx[torch.randperm(test_idx.numel(), generator=gen_aug)[: cfg.copy_references]]
+    copies = simple_augment(faces.images[ref_idx], generator=gen_aug)
+    bank_m, query_m = masks["train"] | masks["val"], masks["test"]
+    for lab in labels:
+        name, mode = lab.split(" ")[0], lab.split("[")[1].rstrip("]")
+        tr_emb, tr_id = splits[lab]["train"]
+        transforms = {}
+        fitted = fits[lab]["ISP-W"]
+        for r in sorted({min(r, fitted.rank) for r in cfg.ranks}):
+            transforms[("ISP-W", r)] = X.truncate_eraser(fitted, r)
+        for method in ("leace", "inlp"):
+            r_top = min(max(cfg.baseline_ranks), fits[lab]["ISP-W"].rank)
+            try:
+                fitted = X.fit_eraser(method, tr_emb, tr_id, rank=r_top)
+            except PrivkitError as err:
+                notes.append(f"{lab}: {method} not fitted ({err})")
+                continue
+            for r in sorted({min(r, r_top) for r in cfg.baseline_ranks}):
+                transforms[(method.upper(), r)] = X.truncate_eraser(fitted, r)
+        named = {f"{m} r={r}": fn for (m, r), fn in transforms.items()}
+        t, _ = X.verification_table(splits[lab], {"raw": None, **named}, probes=("ridge",), ks=(k_max,), fars=(far,),
+                                    n_boot=cfg.n_boot, seed=seed, ridge_lambdas=cfg.ridge_lambdas)
+        key = {"raw": ("raw", 0), **{f"{m} r={r}": (m, r) for (m, r) in transforms}}
+        t["method"] = [key[v][0] for v in t["transform"]]
+        t["rank"] = [key[v][1] for v in t["transform"]]
+        t.insert(0, "encoder", lab)
+        sweep.append(t)
+        knn = (emb[lab][bank_m], {a: v[bank_m] for a, v in faces.attributes.items()},
+               emb[lab][query_m], {a: v[query_m] for a, v in faces.attributes.items()})
+        cd = None
+        if mode == "image":
+            enc = encoders[name]
+            cd = (emb[lab][ref_idx], enc.embed(copies).float().cpu())
+        r_lin = min(cfg.isp_rank, fits[lab]["ISP-W"].rank)
+        # the linear probe (a full L-BFGS fit per attribute) at the main rank, for the general-purpose encoders
+        lin_names = ([n_ for n_, (m, r) in zip(named, transforms) if r == r_lin]
+                     if encoders[name].kind == "general" else [])
+        u = X.utility_table(named, knn=knn, copy=cd, k=cfg.knn_k, linear=lin_names)
+        if hasattr(encoders[name], "imagenet_logits"):  # ImageNet top-1 agreement (EfficientNet-Lite0)
+            isp_x = projectors[lab]["ISP-X"]
+            imnet += _imagenet_agreement(encoders[name], {**transforms, ("ISP-X", isp_x.rank): isp_x}, photo_views,
+                                         photo_names, label=lab, seed=seed)
+        u["method"] = [key[v][0] for v in u["transform"]]
+        u["rank"] = [key[v][1] for v in u["transform"]]
+        u.insert(0, "encoder", lab)
+        util.append(u)
+    return RankSweep(pd.concat(sweep, ignore_index=True), pd.concat(util, ignore_index=True), pd.DataFrame(imnet),
+                     notes)
+
+
+def utility_summary(util: pd.DataFrame, imnet: pd.DataFrame) -> pd.DataFrame:
+    """Mean retention (% of raw) per encoder, method, rank and metric family (kNN, linear probe, each copy-detection
+    metric) over the informative attributes, with the ImageNet top-1 agreement (%) where measured."""
+    check_columns("util", util, ["encoder", "method", "rank", "metric", "informative", "retention_pct"])
+    informative = util[util.informative]
+    family = informative.metric.str.split(":").str[0].where(informative.metric.str.contains(r"^(?:knn|linear):"),
+                                                             informative.metric)
+    util_sum = (informative.assign(family=family)
+                .groupby(["encoder", "method", "rank", "family"]).retention_pct.mean().unstack("family").reset_index())
+    if len(imnet):
+        util_sum = util_sum.merge(imnet[["encoder", "method", "rank", "agreement"]].assign(
+            imagenet_top1_agreement=lambda d: 100 * d.agreement).drop(columns="agreement"),
+            on=["encoder", "method", "rank"], how="left")
+    return util_sum
+
+
+def baseline_table(sweep: pd.DataFrame, util_sum: pd.DataFrame, ranks: Sequence[int]) -> pd.DataFrame:
+    """Table 5: ISP-W, LEACE and INLP at the given ranks — ridge TAR with its interval and the utility summary."""
+    check_columns("sweep", sweep, ["encoder", "method", "rank", "tar", "tar_low", "tar_high"])
+    b = sweep[sweep.method.isin(["ISP-W", "LEACE", "INLP"]) & sweep["rank"].isin(tuple(ranks))]
+    table5 = b[["encoder", "method", "rank", "tar", "tar_low", "tar_high"]].merge(
+        util_sum, on=["encoder", "method", "rank"], how="left")
+    return table5.sort_values(["encoder", "rank", "method"]).reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# 5. Principal angles
+# ---------------------------------------------------------------------------------------------------------------------
+def subspace_table(labels: Sequence[str], projectors: Mapping[str, Mapping[str, Any]],
+                   emb: Mapping[str, torch.Tensor], identity: torch.Tensor, held: torch.Tensor) -> pd.DataFrame:
+    """Table 6: principal-angle cosines between ISP-W, ISP fitted on the held-out identities ``held`` (a boolean
+    mask) at the same rank, and ISP-X, per encoder."""
+    labels = _check_nonempty("labels", labels)
+    if held.dtype != torch.bool or held.shape != identity.shape:
+        raise InvalidArgumentError("held must be a boolean mask with the shape of identity")
+    ang = []
+    for lab in labels:
+        r = projectors[lab]["ISP-W"].rank
+        p_held = X.fit_eraser("isp", emb[lab][held], identity[held], rank=r)
+        t = X.subspace_angles({"ISP-W (probe-fit ids)": projectors[lab]["ISP-W"], "ISP (val+test ids)": p_held,
+                               "ISP-X (other set)": projectors[lab]["ISP-X"]})
+        t.insert(0, "encoder", lab)
+        ang.append(t)
+    return pd.concat(ang, ignore_index=True)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# 6. Inversion
+# ---------------------------------------------------------------------------------------------------------------------
+@dataclass
+class InversionRun:
+    """What :func:`run_inversion` returns.
+
+    Attributes:
+        table: the inversion table (``encoder``, ``condition`` raw / ISP-W, attack, judge, rates, margins);
+        recs: ``"<encoder> <condition>/<attack>"`` -> reconstructions; taus: judge -> cosine threshold; tgt / aux:
+        indices of the target and auxiliary images; contrast: label of the FR-contrast encoder (or None);
+        skipped: one line per inversion encoder not available.
+    """
+
+    table: pd.DataFrame
+    recs: dict[str, torch.Tensor]
+    taus: dict[str, float]
+    tgt: torch.Tensor
+    aux: torch.Tensor
+    contrast: str | None
+    skipped: list[str]
+
+
+def inversion_roles(labels: Sequence[str], biometric: Sequence[str]) -> tuple[list[str], str | None]:
+    """The judges (dlib and faceres, when embedded) and the FR-contrast encoder: the first of mobileface, faceres,
+    dlib that is biometric and not a judge (else the first biometric one, else None)."""
+    judge_labs = [lab for lab in ("dlib-resnet-fr [box]", "faceres [box]") if lab in labels]
+    fr_pref = [lab for lab in ("mobileface [box]", "faceres [box]", "dlib-resnet-fr [box]") if lab in biometric]
+    contrast_lab = next((lab for lab in fr_pref if lab not in judge_labs), fr_pref[0] if fr_pref else None)
+    return judge_labs, contrast_lab
+
+
+def run_inversion(cfg: IspConfig, *, faces: FaceSet, masks: Mapping[str, torch.Tensor],
+                  emb: Mapping[str, torch.Tensor], splits: Mapping[str, Mapping[str, Split]],
+                  encoders: Mapping[str, Any], projectors: Mapping[str, Mapping[str, Any]], judge_labs: Sequence[str],
+                  contrast_lab: str | None, seed: int = 0) -> InversionRun:
+    """Template inversion of every encoder of ``cfg.inversion_encoders`` (and the FR contrast) raw and after ISP-W:
+    one target image per test identity (at most ``cfg.inversion_targets``), every probe-fit image as the auxiliary
+    set, judged by ``judge_labs`` at ``cfg.reference_far`` thresholds set on the validation identities.
+
+    Raises:
+        InsufficientDataError: no judge; InvalidArgumentError: ``seed < 0``.
+    """
+    if not judge_labs:
+        raise InsufficientDataError("inversion needs at least one judge encoder")
+    seed = check_int("seed", seed, minimum=0)
+    judges = {lab.split(" ")[0]: encoders[lab.split(" ")[0]] for lab in judge_labs}
+    taus = {lab.split(" ")[0]: X.reference_threshold_from_embeddings(*splits[lab]["val"], far=cfg.reference_far)
+            for lab in judge_labs}
+    test_idx = torch.nonzero(masks["test"]).flatten()
+    g = torch.Generator().manual_seed(seed + 1)
+    test_ids = torch.unique(faces.identity[test_idx])
+    test_ids = test_ids[torch.randperm(test_ids.numel(), generator=g)[: cfg.inversion_targets]]
+    tgt = torch.stack([test_idx[faces.identity[test_idx] == i][
+        torch.randint(int((faces.identity[test_idx] == i).sum()), (1,), generator=g)] for i in test_ids]).flatten()
+    aux = torch.nonzero(masks["train"]).flatten()
+    attacked, skipped = {}, []
+    for spec in cfg.inversion_encoders:
+        name, mode = spec.split(":")
+        lab = f"{name} [{mode}]"
+        if lab not in emb:
+            skipped.append(f"skipping {lab}: not available")
+            continue
+        for cond, proj in (("raw", None), ("ISP-W", projectors[lab]["ISP-W"])):
+            fn = (lambda z: z) if proj is None else proj
+            attacked[f"{lab} {cond}"] = X.AttackedEncoder(X.ProjectedEncoder(encoders[name], proj),
+                                                          fn(emb[lab][aux]), fn(emb[lab][tgt]), mode)
+    if cfg.inversion_fr_contrast and contrast_lab is not None:
+        for cond, proj in (("raw", None), ("ISP-W", projectors[contrast_lab]["ISP-W"])):
+            fn = (lambda z: z) if proj is None else proj
+            attacked[f"{contrast_lab} {cond}"] = X.AttackedEncoder(None, fn(emb[contrast_lab][aux]),
+                                                                   fn(emb[contrast_lab][tgt]))
+    data = X.InversionTargets(faces.images[aux], faces.box[aux], faces.identity[aux], faces.images[tgt],
+                              faces.box[tgt], target_identities=faces.identity[tgt])
+    settings = X.InversionSettings(crop_size=cfg.inversion_resolution, crop_margin=cfg.inversion_margin,
+                                   attacks=cfg.inversion_attacks, ridge_lambdas=cfg.ridge_lambdas,
+                                   epochs=cfg.inversion_epochs, steps=cfg.inversion_steps)
+    inv, recs = X.inversion_study(attacked, data, judges, taus, settings=settings, seed=seed)
+    inv.insert(1, "condition", [e.rsplit(" ", 1)[1] for e in inv.encoder])
+    inv["encoder"] = [e.rsplit(" ", 1)[0] for e in inv.encoder]
+    inv["reference_far"] = cfg.reference_far
+    return InversionRun(inv, recs, taus, tgt, aux, contrast_lab, skipped)
+
+
+def format_inversion(inv: pd.DataFrame) -> pd.DataFrame:
+    """Table 7 for reading: verified count, control false-accept rate, rank-1 and margin with their intervals."""
+    check_columns("inv", inv, ["encoder", "condition", "attack", "judge", "success_rate", "n_targets", "control_rate",
+                                "rank1", "rank1_low", "rank1_high", "margin", "margin_low", "margin_high",
+                                "ridge_lambda"])
+    show7 = inv[["encoder", "condition", "attack", "judge"]].copy()
+    show7["verified"] = [f"{round(r.success_rate * r.n_targets)}/{r.n_targets}" for r in inv.itertuples()]
+    show7["control FA"] = inv.control_rate.map("{:.3f}".format)
+    show7["rank-1 [95% CI]"] = [f"{r.rank1:.2f} [{r.rank1_low:.2f}, {r.rank1_high:.2f}]" for r in inv.itertuples()]
+    show7["margin [95% CI]"] = [f"{r.margin:+.4f} [{r.margin_low:+.4f}, {r.margin_high:+.4f}]"
+                                for r in inv.itertuples()]
+    show7["ridge λ"] = inv.ridge_lambda.map("{:g}".format)
+    return show7

@@ -1,0 +1,210 @@
+"""Face embeddings of the ScoreShield notebook: centring, the verification sets of Table 1 and the impostor set.
+
+Every face set is embedded once per backbone (through the embedding cache) and centred on the mean embedding of
+its *training* identities, which are disjoint from the evaluated ones and hence public [I]; the impostor set is
+centred on its own mean (label-free).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+from privkit._validate import check_int, check_tensor
+from privkit.data import load_faces
+from privkit.data.cache import cached_embeddings
+from privkit.data.splits import identity_splits
+from privkit.metrics import smallest_resolvable_far
+from privkit.errors import InvalidArgumentError
+from privkit.studies.scoreshield.experiments import impostor_pairs, template_features
+
+__all__ = [
+    "centre_embeddings",
+    "embed_face_set",
+    "training_mask",
+    "centring_summary",
+    "load_verification_sets",
+    "embed_verification_sets",
+    "embed_impostor_set",
+    "face_set_summary",
+    "ijb_template_features",
+]
+
+
+def centre_embeddings(embeddings: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
+    """Float64 embeddings minus the mean of ``rows`` (a boolean mask; None: every row), re-normalised to unit norm.
+
+    Raises:
+        ShapeError: ``embeddings`` is not 2-D or ``rows`` is not an (N,) mask.
+        InvalidArgumentError: ``rows`` selects no row.
+    """
+    check_tensor("embeddings", embeddings, ndim=2, finite=False)
+    e = embeddings.double()
+    if rows is None:
+        centre = e.mean(0)
+    else:
+        check_tensor("rows", rows, shape=(e.shape[0],))
+        if not bool(rows.any()):
+            raise InvalidArgumentError("rows must select at least one embedding to centre on")
+        centre = e[rows].mean(0)
+    return torch.nn.functional.normalize(e - centre, dim=1)
+
+
+def training_mask(identity: torch.Tensor, *, seed: int = 0) -> torch.Tensor:
+    """Boolean mask of the images whose identity falls in the training part of :func:`identity_splits`."""
+    check_tensor("identity", identity, ndim=1)
+    return torch.isin(identity, identity_splits(identity, seed=seed)["train"])
+
+
+def embed_face_set(encoder: Any, faces: Any, *, size: int, scale: str, seed: int = 0) -> torch.Tensor:
+    """The encoder's embeddings of every image of a face set (at their exact boxes), through the embedding cache.
+
+    The cache key holds the encoder, the set, the seed, the number of images, the image size and the scale.
+    """
+    return cached_embeddings(lambda: encoder.embed(faces.images, boxes=faces.box), encoder=encoder.name,
+                             dataset=faces.name, split="all", seed=seed,
+                             extra={"n": len(faces), "size": size, "scale": scale})
+
+
+def centring_summary(raw: torch.Tensor, centred: torch.Tensor, identity: torch.Tensor) -> str:
+    """The mean cosine between images of different identities, before and after centring (evaluated rows only)."""
+    check_tensor("raw", raw, ndim=2, finite=False)
+    check_tensor("centred", centred, shape=tuple(raw.shape), finite=False)
+    check_tensor("identity", identity, shape=(raw.shape[0],))
+    raw_cos = raw.double() @ raw.double().T
+    diff = identity[:, None] != identity[None]
+    return (f"mean cosine between different identities: raw {float(raw_cos[diff].mean()):.3f}, "
+            f"centred {float((centred @ centred.T)[diff].mean()):.3f}")
+
+
+def load_verification_sets(main: tuple[Any, torch.Tensor], *, main_name: str, names: Sequence[str],
+                           n_identities: int, images_per_identity: int, size: int,
+                           seed: int = 0) -> dict[str, tuple[Any, torch.Tensor]]:
+    """The face sets of Table 1 with their training masks, the main set (already loaded) first.
+
+    Args:
+        main: the main face set and its training mask; main_name: its name.
+        names: every verification set (must include ``main_name``); the others are loaded with ``load_faces``.
+        n_identities, images_per_identity, size, seed: passed to ``load_faces``.
+
+    Raises:
+        InvalidArgumentError: ``main_name`` is not among ``names``.
+    """
+    if main_name not in names:
+        raise InvalidArgumentError(f"verification_sets {tuple(names)} must include face_set {main_name!r}")
+    sets = {main_name: main}
+    for name in names:
+        if name not in sets:
+            vs = load_faces(name, n_identities=n_identities, images_per_identity=images_per_identity, size=size,
+                            seed=seed)
+            sets[name] = (vs, training_mask(vs.identity, seed=seed))
+    return sets
+
+
+def embed_verification_sets(encoders: Mapping[str, Any], sets: Mapping[str, tuple[Any, torch.Tensor]], *,
+                            encoder_names: Sequence[str], size: int, scale: str, seed: int = 0,
+                            centre_all: Any = None) -> dict[tuple[str, str], dict[str, torch.Tensor]]:
+    """Every (backbone, face set) embedded (through the cache) and centred on the set's training identities.
+
+    Args:
+        encoders: loaded encoders by name; encoder_names: the backbones to run (keys of ``encoders``).
+        sets: face sets and training masks (:func:`load_verification_sets`).
+        size, scale, seed: part of the cache key.
+        centre_all: a face set that is centred on all its images instead (LFW's protocol has no training
+            identities) [I]; None: none.
+
+    Returns:
+        ``{(backbone, set): {"all": centred embeddings, "eval": rows of the evaluated identities, "id": their
+        identities}}``.
+
+    Raises:
+        InvalidArgumentError: a backbone missing from ``encoders``.
+    """
+    missing = [n for n in encoder_names if n not in encoders]
+    if missing:
+        raise InvalidArgumentError(f"no loaded encoder for {missing}; loaded: {sorted(encoders)}")
+    out: dict[tuple[str, str], dict[str, torch.Tensor]] = {}
+    for enc_name in encoder_names:
+        enc = encoders[enc_name]
+        for set_name, (vs, train_mask) in sets.items():
+            e = embed_face_set(enc, vs, size=size, scale=scale, seed=seed).double()
+            fe = centre_embeddings(e, None if (centre_all is not None and vs is centre_all) else train_mask)
+            out[(enc_name, set_name)] = {"all": fe, "eval": fe[~train_mask], "id": vs.identity[~train_mask]}
+    return out
+
+
+def embed_impostor_set(encoders: Mapping[str, Any], *, encoder_names: Sequence[str], name: str | None,
+                       n_identities: int, size: int, seed: int = 0) -> tuple[dict[str, dict[str, torch.Tensor]], str]:
+    """Every pair of a set of distinct people as impostor pairs, per backbone, centred on the set's own mean.
+
+    The impostor side of every false-match rate in Table 1 [I]: the verification sets' centres come from another
+    image domain, so the impostor set is centred label-free on its own mean.
+
+    Returns:
+        ``({backbone: impostor pairs (:func:`impostor_pairs`)}, summary line)``; ``({}, "")`` when ``name`` is None.
+
+    Raises:
+        InvalidArgumentError: a backbone missing from ``encoders``, or ``n_identities < 2``.
+    """
+    if name is None:
+        return {}, ""
+    check_int("n_identities", n_identities, minimum=2)
+    missing = [n for n in encoder_names if n not in encoders]
+    if missing:
+        raise InvalidArgumentError(f"no loaded encoder for {missing}; loaded: {sorted(encoders)}")
+    imp_faces = load_faces(name, n_identities=n_identities, size=size, seed=seed)
+    pairs: dict[str, dict[str, torch.Tensor]] = {}
+    for enc_name in encoder_names:
+        enc = encoders[enc_name]
+        ie = cached_embeddings(lambda enc=enc: enc.embed(imp_faces.images, boxes=imp_faces.box), encoder=enc.name,
+                               dataset=imp_faces.name, split="all", seed=seed,
+                               extra={"n": len(imp_faces), "size": size}).double()
+        pairs[enc_name] = impostor_pairs(centre_embeddings(ie), imp_faces.identity)
+    n_imp = len(pairs[encoder_names[0]]["score"])
+    text = (f"impostor set {imp_faces.name}: {len(imp_faces)} images of {imp_faces.n_identities} different people, "
+            f"{n_imp:,} impostor pairs; smallest resolvable FAR 10/{n_imp:,} = {smallest_resolvable_far(n_imp):.2g}")
+    return pairs, text
+
+
+def face_set_summary(sets: Mapping[tuple[str, str], Mapping[str, torch.Tensor]],
+                     impostors: Mapping[str, Mapping[str, torch.Tensor]]) -> list[str]:
+    """One line per (backbone, face set): evaluated images and the impostor cosine mean ± sd (and the impostor set's)."""
+    lines = []
+    for (enc_name, set_name), d in sets.items():
+        own = d["eval"] @ d["eval"].T
+        diff = d["id"][:, None] != d["id"][None]
+        msg = f"{enc_name} on {set_name}: {len(d['eval'])} evaluated images; impostor cosine mean ± sd " \
+              f"{float(own[diff].mean()):.3f} ± {float(own[diff].std()):.3f}"
+        if enc_name in impostors:
+            ps = impostors[enc_name]["score"]
+            msg += f" (impostor set: {float(ps.mean()):.3f} ± {float(ps.std()):.3f})"
+        lines.append(msg)
+    return lines
+
+
+def ijb_template_features(ijb: Any, encoder: Any, *, name: str, size: int, batch_size: int = 2048,
+                          seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """IJB template features: every face embedded (through the cache), centred on all of IJB's images, pooled.
+
+    IJB has no training identities either, so it is centred label-free on its own mean [I]; pooling is
+    :func:`template_features` (average the frames of each media, sum the media, normalise).
+
+    Returns:
+        ``(template ids, (T, d) unit-norm template features)``.
+
+    Raises:
+        InvalidArgumentError: ``batch_size < 1``.
+    """
+    check_int("batch_size", batch_size, minimum=1)
+
+    def embed() -> torch.Tensor:
+        out = []
+        for _, batch in ijb.iter_faces(batch_size=batch_size, size=size):
+            out.append(encoder.embed(batch.images, boxes=batch.box))
+        return torch.cat(out)
+
+    emb = cached_embeddings(embed, encoder=encoder.name, dataset=name.lower(), split="all", seed=seed,
+                            extra={"n": len(ijb), "size": size}).double()
+    return template_features(emb - emb.mean(0), ijb.template, ijb.media)
