@@ -2,8 +2,8 @@
 
 Images are ``(N, C, H, W)`` floating-point tensors; both transforms keep dtype and device.
 
-* :func:`gaussian_blur` — separable Gaussian blur. The kernel is ``exp(-t² / 2σ²)`` over ``t = -r … r``, computed in
-  float64, normalised to sum 1 and cast to the images' dtype; the radius ``r`` is ``⌈3σ⌉`` unless given (a kernel of
+* :func:`gaussian_blur` — separable Gaussian blur. The kernel is ``exp(-(t/σ)² / 2)`` over ``t = -r … r``, computed in
+  the images' dtype (or ``kernel_dtype``), normalised to sum 1; the radius ``r`` is ``⌈3σ⌉`` unless given (a kernel of
   odd side ``k`` has ``r = k // 2``). Borders are mirrored (``"reflect"``, OpenCV's ``BORDER_REFLECT_101``, the
   default) or repeat the edge pixel (``"replicate"``). Reflection needs ``r`` below the image side; ``clip_radius``
   caps ``r`` there instead of raising.
@@ -57,6 +57,7 @@ def gaussian_blur(
     radius: int | None = None,
     padding: str = "reflect",
     clip_radius: bool = False,
+    kernel_dtype: torch.dtype | None = None,
     name: str = "images",
 ) -> torch.Tensor:
     """Separable Gaussian blur of ``(N, C, H, W)`` images (module docstring); ``sigma = 0`` returns a copy.
@@ -67,6 +68,8 @@ def gaussian_blur(
         radius: kernel radius ``>= 1`` (default ``max(1, ⌈3σ⌉)``).
         padding: ``"reflect"`` or ``"replicate"``.
         clip_radius: with reflect padding, cap the radius at ``min(H, W) - 1`` instead of raising.
+        kernel_dtype: the dtype the kernel is computed and normalised in before it is cast to the images' dtype
+            (default: the images' dtype).
         name: the argument's name in error messages.
 
     Raises:
@@ -89,8 +92,8 @@ def gaussian_blur(
         r = min(h, w) - 1
         if r < 1:
             return images.clone()
-    t = torch.arange(-r, r + 1, dtype=torch.float64, device=images.device)
-    k = torch.exp(-(t * t) / (2.0 * sigma * sigma))
+    t = torch.arange(-r, r + 1, dtype=images.dtype if kernel_dtype is None else kernel_dtype, device=images.device)
+    k = torch.exp(-0.5 * (t / sigma) ** 2)
     k = (k / k.sum()).to(images.dtype)
     c = images.shape[1]
     out = F.conv2d(_pad(images, r, -1, padding), k.view(1, 1, 1, -1).expand(c, 1, 1, -1), groups=c)

@@ -67,6 +67,7 @@ import torch.nn.functional as F
 from .._validate import check_choice, check_int, check_probability
 from ..device import resolve_device
 from ..errors import InsufficientDataError, InvalidArgumentError, MissingResourceError
+from ..transforms import resize
 from .cache import DEFAULT_CACHE_DIR, cache_paths, cached_embeddings
 from .faces import (
     _LFW_ELLIPSE,
@@ -728,7 +729,7 @@ def load_portraits_views(
             tex = source[identity[r]].to(dev).float() / 255.0
             if lv:
                 side = VIEW_SOURCE_SIZE >> lv
-                tex = F.interpolate(tex, size=(side, side), mode="bilinear", antialias=True, align_corners=False)
+                tex = resize(tex, side)
             p = {key: v[r] for key, v in params.items()}
             im, m = _render_lfw_views(tex, p, scene[r], size=size, dev=dev)
             images[sel.to(dev)] = im

@@ -64,6 +64,7 @@ import torch.nn.functional as F
 from .._validate import check_choice, check_int
 from ..device import resolve_device
 from ..errors import InvalidArgumentError, ShapeError
+from ..transforms import resize
 from .types import MPII_JOINTS, PoseSet
 
 __all__ = [
@@ -862,8 +863,7 @@ def _photo_pool(short_side: int, device: str) -> tuple[tuple[torch.Tensor, ...],
         h, w = img.shape[-2:]
         s = min(1.0, short_side / min(h, w))
         if s < 1.0:
-            img = F.interpolate(img[None], size=(max(1, round(h * s)), max(1, round(w * s))), mode="bilinear",
-                                antialias=True, align_corners=False)[0]
+            img = resize(img[None], (max(1, round(h * s)), max(1, round(w * s))))[0]
         imgs.append(img.to(device))
         grey.append(is_grey)
     return tuple(imgs), tuple(grey)

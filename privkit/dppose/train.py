@@ -122,7 +122,7 @@ class GaussianBlur:
     def __call__(self, images: torch.Tensor) -> torch.Tensor:
         if self.kernel_size == 1:
             return images.clone()
-        return gaussian_blur(images, self.sigma, radius=self.kernel_size // 2)
+        return gaussian_blur(images, self.sigma, radius=self.kernel_size // 2, kernel_dtype=torch.float64)
 
     def describe(self) -> str:
         return f"Gaussian blur {self.kernel_size}x{self.kernel_size}, sigma={self.sigma:g} px"

@@ -56,12 +56,12 @@ from pathlib import Path
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from .._files import file_digest
 from .._validate import check_int, check_tensor
 from ..device import resolve_device
 from ..errors import InvalidArgumentError, MissingResourceError, ShapeError
+from ..transforms import resize
 from .base import Encoder
 
 __all__ = [
@@ -359,7 +359,7 @@ class EfficientNetLite0Encoder(Encoder):
         if (h, w) != (side, side):
             scale = side / min(h, w)
             nh, nw = max(side, round(h * scale)), max(side, round(w * scale))
-            images = F.interpolate(images, size=(nh, nw), mode="bilinear", align_corners=False, antialias=True)
+            images = resize(images, (nh, nw))
             top, left = (nh - side) // 2, (nw - side) // 2
             # clamp: the filter weights sum to 1 only up to rounding, which could leave values a hair above 1
             images = images[..., top : top + side, left : left + side].clamp(0.0, 1.0)

@@ -38,6 +38,7 @@ from torch.nn import functional as F
 
 from .._validate import check_choice, check_int, check_nonnegative, check_tensor
 from ..errors import InvalidArgumentError, ShapeError
+from ..transforms import resize
 from .base import Encoder
 from .dlib_fr import check_boxes
 from .human_models import find_model
@@ -136,7 +137,7 @@ def square_face_crops(
             if any(pads):
                 crop = F.pad(crop, pads)
         if side != size:
-            crop = F.interpolate(crop, size=(size, size), mode="bilinear", align_corners=False, antialias=True)
+            crop = resize(crop, size)
         crops.append(crop)
     return torch.cat(crops)
 

@@ -24,12 +24,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from .._validate import check_int
 from ..device import resolve_device
 from ..errors import InvalidArgumentError, MissingResourceError
+from ..transforms import resize
 from .base import Encoder
 
 __all__ = [
@@ -247,7 +247,7 @@ class SSLSmallEncoder(Encoder):
 
     def _embed_batch(self, images: torch.Tensor, boxes: torch.Tensor | None) -> torch.Tensor:
         if tuple(images.shape[-2:]) != self.input_size:
-            images = F.interpolate(images, size=self.input_size, mode="bilinear", align_corners=False, antialias=True)
+            images = resize(images, self.input_size)
         return self.backbone(standardize_images(images.clamp(0.0, 1.0)))
 
 

@@ -31,6 +31,7 @@ import torch
 from .._validate import check_choice, check_int, check_positive, check_real, check_tensor
 from ..errors import InsufficientDataError, InvalidArgumentError, MissingResourceError, ShapeError
 from ..encoders.base import embed_images
+from ..transforms import resize
 from .attribution import EncoderLike, _check_images
 
 __all__ = [
@@ -604,8 +605,7 @@ def imagenet_photo_views(
         h, w = photo.shape[-2:]
         scale = size / min(h, w)
         nh, nw = max(size, round(h * scale)), max(size, round(w * scale))
-        x = torch.nn.functional.interpolate(photo[None], size=(nh, nw), mode="bilinear", align_corners=False,
-                                            antialias=True)
+        x = resize(photo[None], (nh, nw))
         top, left = (nh - size) // 2, (nw - size) // 2
         x = x[..., top : top + size, left : left + size].clamp(0.0, 1.0)
         gen = torch.Generator().manual_seed(seed * 1000 + i)

@@ -34,6 +34,7 @@ from torch.nn import functional as F
 from .._validate import check_choice, check_int, check_probability, check_tensor
 from ..device import resolve_device
 from ..errors import InsufficientDataError, InvalidArgumentError, MissingResourceError, ShapeError
+from ..transforms import resize
 from ..encoders.base import embed_images
 
 __all__ = [
@@ -416,7 +417,7 @@ class InceptionV3Features(nn.Module):
 
     def _prep(self, x: torch.Tensor) -> torch.Tensor:
         x = x.to(self.device, torch.float32)
-        x = F.interpolate(x, size=(299, 299), mode="bilinear", align_corners=False, antialias=True).clamp(0, 1)
+        x = resize(x, 299).clamp(0, 1)
         return (x - self.mean) / self.std
 
     @torch.no_grad()

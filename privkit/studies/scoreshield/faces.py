@@ -136,7 +136,8 @@ def embed_verification_sets(encoders: Mapping[str, Any], sets: Mapping[str, tupl
 
 
 def embed_impostor_set(encoders: Mapping[str, Any], *, encoder_names: Sequence[str], name: str | None,
-                       n_identities: int, size: int, seed: int = 0) -> tuple[dict[str, dict[str, torch.Tensor]], str]:
+                       n_identities: int | None, size: int,
+                       seed: int = 0) -> tuple[dict[str, dict[str, torch.Tensor]], str]:
     """Every pair of a set of distinct people as impostor pairs, per backbone, centred on the set's own mean.
 
     The impostor side of every false-match rate in Table 1 [I]: the verification sets' centres come from another
@@ -146,11 +147,12 @@ def embed_impostor_set(encoders: Mapping[str, Any], *, encoder_names: Sequence[s
         ``({backbone: impostor pairs (:func:`impostor_pairs`)}, summary line)``; ``({}, "")`` when ``name`` is None.
 
     Raises:
-        InvalidArgumentError: a backbone missing from ``encoders``, or ``n_identities < 2``.
+        InvalidArgumentError: a backbone missing from ``encoders``, or ``n_identities < 2`` (None: all).
     """
     if name is None:
         return {}, ""
-    check_int("n_identities", n_identities, minimum=2)
+    if n_identities is not None:  # None: every identity of the set
+        check_int("n_identities", n_identities, minimum=2)
     missing = [n for n in encoder_names if n not in encoders]
     if missing:
         raise InvalidArgumentError(f"no loaded encoder for {missing}; loaded: {sorted(encoders)}")
