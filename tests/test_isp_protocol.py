@@ -16,15 +16,12 @@ from privkit.isp.probes import (
     select_ridge_probe,
 )
 from privkit.isp.projection import IdentitySanitizer
+from privkit.isp.protocol import EmbeddingSplits, VerificationProtocol, evaluate_verification, subsample_shots
 from privkit.isp.verification import (
-    EmbeddingSplits,
-    VerificationProtocol,
     VerificationPairs,
-    evaluate_verification,
     pair_threshold,
     pairwise_tar_at_far,
     scan_pairs,
-    subsample_shots,
     validation_tar,
 )
 from privkit.metrics import smallest_resolvable_far, tar_at_far, thresholds_at_far

@@ -8,7 +8,7 @@ privkit beyond ``__all__`` lists, which are read from the syntax tree) and print
 * public names per wing: the length of each subpackage's ``__all__``;
 * the largest function (lines) and the public function with the most parameters;
 * notebook code lines (code cells of ``notebooks/*.py``) and the longest code cell;
-* import cycles among privkit modules (module-level imports) and wing -> runner imports (a wing or the shared
+* import cycles among privkit modules (any import, lazy ones included) and wing -> runner imports (a wing or the shared
   layer importing ``privkit.config`` or ``privkit.reproduce``).
 
 Repeated-code pairs are counted by the ``duplicates`` command of the development tool library, not here.
@@ -62,32 +62,27 @@ def resolve(mod: str, is_pkg: bool, level: int, target: str | None) -> str:
 
 
 def module_imports(mod: str, is_pkg: bool, tree: ast.Module, known: set[str]) -> set[str]:
-    """privkit modules imported at module level (not inside functions, not under TYPE_CHECKING)."""
+    """privkit modules imported anywhere in the module (at module level or inside a function: a lazy import that
+    closes a loop is still a cycle), except under ``if TYPE_CHECKING``."""
     out: set[str] = set()
-
-    def visit(stmts):
-        for node in stmts:
-            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip.update(id(n) for n in ast.walk(node))
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("privkit"):
+                    out.add(a.name)
+        elif isinstance(node, ast.ImportFrom):
+            base = resolve(mod, is_pkg, node.level, node.module)
+            if not base.startswith("privkit"):
                 continue
-            if isinstance(node, (ast.If, ast.Try)):
-                visit(node.body)
-                visit(getattr(node, "orelse", []))
-                for h in getattr(node, "handlers", []):
-                    visit(h.body)
-                visit(getattr(node, "finalbody", []))
-            elif isinstance(node, ast.Import):
-                for a in node.names:
-                    if a.name.startswith("privkit"):
-                        out.add(a.name)
-            elif isinstance(node, ast.ImportFrom):
-                base = resolve(mod, is_pkg, node.level, node.module)
-                if not base.startswith("privkit"):
-                    continue
-                for a in node.names:
-                    cand = f"{base}.{a.name}"
-                    out.add(cand if cand in known else base)
-
-    visit(tree.body)
+            for a in node.names:
+                cand = f"{base}.{a.name}"
+                out.add(cand if cand in known else base)
     return {m for m in out if m in known and m != mod}
 
 

@@ -66,16 +66,18 @@ from .utility import (
     knn_retention,
     simple_augment,
 )
-from .verification import (
+from .protocol import (
     EmbeddingSplits,
     VerificationProtocol,
-    ImpostorScan,
-    VerificationPairs,
     VerificationResult,
     evaluate_verification,
+    subsample_shots,
+)
+from .verification import (
+    ImpostorScan,
+    VerificationPairs,
     pairwise_tar_at_far,
     scan_pairs,
-    subsample_shots,
     pair_threshold,
     validation_tar,
 )

@@ -51,11 +51,9 @@ from privkit.isp.projection import IdentityProjector, IdentitySanitizer, INLPFit
 from privkit.metrics import DEFAULT_MIN_FALSE_ACCEPTS
 from privkit.isp.utility import copy_detection_metrics, knn_accuracy, linear_probe_accuracy
 from privkit.isp.probes import MLPOptions
+from privkit.isp.protocol import EmbeddingSplits, VerificationProtocol, evaluate_verification
 from privkit.isp.verification import (
-    EmbeddingSplits,
     VerificationPairs,
-    VerificationProtocol,
-    evaluate_verification,
     pair_threshold,
     scan_pairs,
 )
