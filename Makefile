@@ -38,7 +38,8 @@ figures: $(STAMP)
 
 ## Unit tests; the release and exact-property tests again under other CPU kernels (generic ATen kernels, MKL limited
 ## to SSE4.2, two threads), so a test that holds only by one machine's rounding fails anywhere; then every notebook at
-## smoke scale through nbval, then checks of the files they wrote.
+## smoke scale through nbval, then checks of the files they wrote; then the paper path: a miniature data root in the
+## real on-disk formats (python -m privkit rehearsal-root) and every notebook at the rehearsal scale on it.
 test: $(STAMP)
 	$(PY) -m pytest -q tests
 	ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 PRIVKIT_TEST_THREADS=2 \
@@ -49,6 +50,12 @@ test: $(STAMP)
 	  $(PY) -m pytest -q -p no:cacheprovider --nbval-lax --nbval-cell-timeout=900 build/smoke/notebooks && \
 	  PRIVKIT_SMOKE_OUT=build/smoke $(PY) -m pytest -q tests/test_notebook_outputs.py; \
 	else echo "No paper notebook exists yet: nothing for nbval to run."; fi
+	rm -rf build/rehearsal build/rehearsal-root
+	$(PY) -m privkit rehearsal-root build/rehearsal-root
+	$(PY) -m privkit prepare --scale rehearsal --data-root build/rehearsal-root --out build/rehearsal
+	PRIVKIT_CACHE_DIR=$(CURDIR)/build/rehearsal-root/.privkit-cache \
+	  $(PY) -m pytest -q -p no:cacheprovider --nbval-lax --nbval-cell-timeout=900 build/rehearsal/notebooks
+	PRIVKIT_SMOKE_OUT=build/rehearsal PRIVKIT_OUT_SCALE=rehearsal $(PY) -m pytest -q tests/test_notebook_outputs.py
 
 ## The fast subset for development (about a minute): unit tests not marked slow, no kernel re-run, no notebooks.
 test-fast: $(STAMP)

@@ -76,6 +76,7 @@ import seaborn as sns
 import torch
 
 import privkit
+from privkit.config import PAPER_DATA_SCALES, SMALL_SCALES
 from privkit.data import load_pose
 from privkit.data.pose import load_synthpose
 from privkit.data.types import MPII_JOINTS, PoseSet
@@ -145,7 +146,7 @@ c_main = cfg.clips[0]
 
 # %%
 with timer("data"):
-    if scale == "paper":
+    if scale in PAPER_DATA_SCALES:
         from privkit.data.paper.mpii import load_mpii
 
         # all of MPII's training split at 256 px is about 18 GB of float32 images
@@ -265,7 +266,7 @@ with timer("train"):
                                 nonprivate_epochs=cfg.nonprivate_epochs)
     outcomes = X.run_design(
         runs, X.DesignData(private, test, make_model, warm_state=warm_state, public_set=public, blurred_set=blurred),
-        settings, n_show=cfg.n_show, device=dev, progress=scale != "smoke", on_result=report,
+        settings, n_show=cfg.n_show, device=dev, progress=scale not in SMALL_SCALES, on_result=report,
         keep_model=lambda r: r.init == "warm" and r.seed == seed and r.epsilon == eps_max and r.clip == c_main)
     df = pd.DataFrame([o.row() for o in outcomes])
     save_table(df, out_dir, "table1_runs", caption="Every run: PCKh@0.5 on held-out data and the guarantee that holds")
@@ -585,5 +586,6 @@ cpu_total = time.process_time() - cpu0
 write_run_manifest(out_dir, paper="dppose",
                    parameters={"scale": scale, "seed": seed, "data_root": data_root, "device": device}, device=dev,
                    timer=timer, extra={"cpu_seconds_notebook": round(cpu_total, 1), "n_runs": len(runs),
-                                       "torch_threads": torch.get_num_threads()})
+                                       "torch_threads": torch.get_num_threads(), "dataset": cfg.dataset,
+                                       "backbone": cfg.backbone})
 print({k: round(v, 1) for k, v in timer.seconds.items()}, f"total {timer.total:.1f} s wall, {cpu_total:.1f} s CPU")

@@ -63,6 +63,7 @@ import pandas as pd
 import torch
 
 import privkit
+from privkit.config import PAPER_DATA_SCALES, SMALL_SCALES
 from privkit.data import load_faces
 from privkit.data.paper.celeba import load_celeba
 from privkit.data.paper.identity_folders import IdentitySelection
@@ -97,7 +98,7 @@ print(cfg)
 
 # %%
 with timer("embeddings"):
-    if scale == "paper":
+    if scale in PAPER_DATA_SCALES:
         faces = load_celeba(data_root, selection=IdentitySelection(
             min_images=cfg.images_per_identity, n_identities=cfg.n_identities,
             images_per_identity=cfg.images_per_identity), size=cfg.face_size, seed=seed)
@@ -113,7 +114,7 @@ with timer("embeddings"):
     parts = identity_splits(faces.identity, counts=cfg.split_counts, seed=seed)
     masks = {k: torch.isin(faces.identity, v) for k, v in parts.items()}
     embedded = T.embed_encoders(cfg, faces, other, device=dev, data_root=data_root, seed=seed,
-                                progress=scale != "smoke")
+                                progress=scale not in SMALL_SCALES)
     for line in embedded.skipped:
         print(line)
     encoders, emb, emb_other = embedded.encoders, embedded.emb, embedded.emb_other
@@ -426,7 +427,7 @@ spreads = {lab: IC.class_mean_spread(*splits[lab]["train"], fits[lab]["ISP-W"].b
            if fits[lab]["ISP-W"].rank == len(parts["train"]) - 1}
 failures, notes = IC.invariant_checks({"comp": comp, "sweep": sweep, "util": util, "inv": inv},
                                       n_below_floor=len(bad), floor=floor, spreads=spreads,
-                                      full_scale=scale != "smoke", biometric=biometric,
+                                      full_scale=scale not in SMALL_SCALES, biometric=biometric,
                                       rank=min(cfg.isp_rank, r_max_w), check_inversion=cfg.inversion_fr_contrast,
                                       contrast=contrast_lab)
 print("\n".join(notes))
@@ -438,5 +439,5 @@ if failures:
 write_run_manifest(out_dir, paper="isp",
                    parameters={"scale": scale, "seed": seed, "data_root": data_root, "device": device}, device=dev,
                    timer=timer, extra={"lowest_resolvable_far": far_lo, "smallest_resolvable_far": floor,
-                                       "encoders": labels})
+                                       "encoders": labels, "face_set": faces.name, "transfer_set": other.name})
 print({k: round(v, 1) for k, v in timer.seconds.items()}, f"total {timer.total:.1f} s")

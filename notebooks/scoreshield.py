@@ -60,6 +60,7 @@ import pandas as pd
 import torch
 
 import privkit
+from privkit.config import PAPER_DATA_SCALES, SMALL_SCALES
 from privkit.scoreshield import release_scores, synthetic_score_families
 from privkit.studies.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
 from privkit.studies.scoreshield import claims as SC
@@ -93,7 +94,7 @@ from privkit.studies.scoreshield import faces as F
 with timer("embeddings"):
     fr = load_encoder("dlib-resnet-fr", device="cpu")
     lfw = None
-    if scale == "paper":  # LFW's official View-2 protocol: pairs.txt, 10 folds of 300 + 300 pairs
+    if scale in PAPER_DATA_SCALES:  # LFW's official View-2 protocol: pairs.txt, 10 folds of 300 + 300 pairs
         lfw = load_lfw(data_root, size=cfg.face_size)
         faces = lfw.faces
     else:
@@ -234,7 +235,7 @@ with timer("table1b"):
         proto_rows.append(res)
 
     for enc_name in cfg.face_encoders:
-        for set_name in (cfg.ijb_sets if scale == "paper" else ()):
+        for set_name in (cfg.ijb_sets if scale in PAPER_DATA_SCALES else ()):
             try:
                 ijb = load_ijb(data_root, name=set_name)
             except privkit.errors.MissingResourceError as exc:
@@ -469,7 +470,7 @@ with timer("fig5"):
 from privkit.data.paper.movielens import load_movielens_100k
 
 with timer("fig5b"):
-    if scale == "paper":
+    if scale in PAPER_DATA_SCALES:
         ml = load_movielens_100k(data_root)
         train_r, test_r = ml.train.double(), ml.test.double()
     else:
@@ -564,7 +565,7 @@ tables = {"scal": scal, "audit_df": audit_df, "ver_all": ver_all, "table1": tabl
           "solv": solv, "rag": rag}
 failures = SC.check_invariants(tables, far_sets=far_sets, rag_settings=PAPER_RETRIEVAL_SETTINGS,
                                rag_epsilons=cfg.rag_epsilons, rag_delta=cfg.rag_delta,
-                               epsilons=cfg.verification_epsilons, full=scale != "smoke")
+                               epsilons=cfg.verification_epsilons, full=scale not in SMALL_SCALES)
 # (the paper's DP-RAG claims are verdicts in tableV1_claims above: one that does not hold is a finding, not a failure)
 print("\n".join(failures) if failures else "All checks passed.")
 if failures:

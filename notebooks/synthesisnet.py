@@ -68,6 +68,7 @@ import pandas as pd
 import torch
 
 import privkit
+from privkit.config import PAPER_DATA_SCALES, SMALL_SCALES
 from privkit.data import load_faces
 from privkit.data.paper.celeba import load_celeba
 from privkit.data.paper.identity_folders import IdentitySelection
@@ -88,7 +89,7 @@ dev = privkit.resolve_device(device)
 torch.set_num_threads(1)  # small convolutions: one thread is much faster than several on a shared CPU
 set_theme()
 timer = SectionTimer()
-progress = scale != "smoke"
+progress = scale not in SMALL_SCALES
 pd.set_option("display.width", 160, "display.max_columns", 30, "display.precision", 4)
 print(f"scale={scale} seed={seed} device={dev}")
 print(cfg)
@@ -100,7 +101,7 @@ print(cfg)
 
 # %%
 with timer("data"):
-    if scale == "paper":
+    if scale in PAPER_DATA_SCALES:
         selection = IdentitySelection(min_images=cfg.images_per_identity, images_per_identity=cfg.images_per_identity,
                                       n_identities=cfg.n_train_identities + cfg.n_test_identities)
         faces = load_celeba(data_root, size=cfg.image_size, selection=selection, seed=seed, progress=progress)
@@ -197,7 +198,7 @@ with timer("releases"):
     models = {"SynthesisNet": net, "no auxiliary classifier": net_noaux, WHOLE: net_whole}
     for mi, (method, model) in enumerate(models.items()):
         for ei, eps in enumerate(cfg.epsilons):
-            if method == "no auxiliary classifier" and eps != cfg.ablation_epsilon and scale != "paper":
+            if method == "no auxiliary classifier" and eps != cfg.ablation_epsilon and scale not in PAPER_DATA_SCALES:
                 continue  # privkit: only its ablation ε is judged [I]
             g = torch.Generator().manual_seed(seed * 1000 + 100 * mi + ei)
             releases[(method, eps)], gu = model.publish(x_test, epsilon=eps, generator=g)
@@ -305,7 +306,7 @@ with timer("fig3"):
 with timer("table2"):
     fmask = X.first_per_identity(test, cfg.fid_images_per_identity)
     rmask = X.first_per_identity(train, cfg.fid_images_per_identity)
-    if scale == "paper":
+    if scale in PAPER_DATA_SCALES:
         inception = load_inception(data_root=data_root, device=dev)
         feats = lambda imgs: (features_for_fid(imgs, inception), inception.probs(imgs.to(dev)).cpu())  # noqa: E731
         extractor_name = "Inception-v3 (pool3 / softmax)"
@@ -423,7 +424,7 @@ with timer("fig5"):
 # %%
 claims = SC.closing_checks(guarantees, judging, leak=leak, att=att, identities=test.identity, epsilons=cfg.epsilons,
                            clip_norm=net.config.effective_clip_norm, whole_clip_norm=net.config.whole_clip_norm,
-                           n_bootstrap=cfg.n_bootstrap, full_scale=scale != "smoke", seed=seed)
+                           n_bootstrap=cfg.n_bootstrap, full_scale=scale not in SMALL_SCALES, seed=seed)
 checks = pd.DataFrame(claims)
 save_table(checks, out_dir, "table5_claims",
            caption="Closing checks of the SynthesisNet notebook: each claim, whether it holds, whether it is enforced "

@@ -22,12 +22,20 @@ from .studies.isp import presets as _isp
 from .studies.scoreshield import presets as _scoreshield
 from .studies.synthesisnet import presets as _synthesisnet
 
-SCALES: tuple[str, ...] = ("smoke", "default", "paper")
+SCALES: tuple[str, ...] = ("smoke", "default", "paper", "rehearsal")
+
+#: Scales that read the paper datasets and weights from ``--data-root`` (the notebooks' paper branches).
+PAPER_DATA_SCALES: tuple[str, ...] = ("paper", "rehearsal")
+
+#: Scales too small for the notebooks' data-dependent checks (they run the code, their numbers mean nothing).
+SMALL_SCALES: tuple[str, ...] = ("smoke", "rehearsal")
 
 SCALE_DESCRIPTIONS = {
     "smoke": "CI and nbval: tiny slices of the embedded data, few steps (<= 90 s per notebook on 2 CPU cores)",
     "default": "make figures: embedded real + procedural data, real offline models (<= 45 min for all four on 2 cores)",
     "paper": "the paper's datasets and weights from --data-root, GPU recommended (hours)",
+    "rehearsal": "the paper path at smoke sizes on a miniature data root in the real formats (python -m privkit "
+                 "rehearsal-root DIR): every paper branch, loader and encoder runs; the numbers mean nothing",
 }
 
 

@@ -13,6 +13,7 @@ half-written figure behind and never clobbers the previous results.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import sys
@@ -22,14 +23,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import PAPERS, SCALE_DESCRIPTIONS, SCALES, artefacts
+from .config import PAPER_DATA_SCALES, PAPERS, SCALE_DESCRIPTIONS, SCALES, artefacts
 from .device import DEVICES
 from .errors import PrivkitError, UnknownNameError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_NOTEBOOKS = REPO_ROOT / "notebooks"
 
-__all__ = ["RunResult", "run_paper", "reproduce", "prepare", "main"]
+__all__ = ["RunResult", "run_paper", "reproduce", "prepare", "write_rehearsal_root", "main"]
 
 
 @dataclass
@@ -72,11 +73,36 @@ def _parameters(scale: str, seed: int, data_root: str | None, device: str, out_d
     }
 
 
-def _validate_common(scale: str, device: str) -> None:
+def _validate_common(scale: str, device: str, data_root: str | os.PathLike | None = None) -> None:
     if scale not in SCALES:
         raise UnknownNameError("scale", scale, SCALES)
     if device not in DEVICES:
         raise UnknownNameError("device", device, DEVICES)
+    if scale in PAPER_DATA_SCALES:
+        how = ("write a miniature one with `python -m privkit rehearsal-root DIR`" if scale == "rehearsal" else
+               "see the README's 'Paper scale: datasets and weights' for what to download and where to put it")
+        if data_root is None:
+            raise PrivkitError(f"--scale {scale} reads the paper datasets and weights from --data-root DIR; {how}")
+        if not Path(data_root).is_dir():
+            raise PrivkitError(f"--data-root {data_root} is not a folder; {how}")
+
+
+@contextlib.contextmanager
+def _scale_environment(scale: str, data_root: str | os.PathLike | None):
+    """A rehearsal keeps its embedding cache inside its own data root, so a real paper run never reuses embeddings
+    of rehearsal images (the cache is keyed by dataset name and size, not by content)."""
+    if scale != "rehearsal":
+        yield
+        return
+    old = os.environ.get("PRIVKIT_CACHE_DIR")
+    os.environ["PRIVKIT_CACHE_DIR"] = str(Path(data_root).resolve() / ".privkit-cache")
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("PRIVKIT_CACHE_DIR", None)
+        else:
+            os.environ["PRIVKIT_CACHE_DIR"] = old
 
 
 def run_paper(
@@ -94,7 +120,7 @@ def run_paper(
     """Execute one paper's notebook; move its outputs into ``out/<paper>/`` only if it succeeds."""
     import papermill as pm
 
-    _validate_common(scale, device)
+    _validate_common(scale, device, data_root)
     notebooks_dir = Path(notebooks_dir)
     available = _available(notebooks_dir)
     if paper not in available:
@@ -117,16 +143,17 @@ def run_paper(
             nb_in = _to_notebook(src, Path(tmpd) / f"{paper}.ipynb")
             nb_out = executed_root / f"{paper}.ipynb"
             result.executed = str(nb_out)
-            pm.execute_notebook(
-                str(nb_in),
-                str(nb_out),
-                parameters=_parameters(scale, seed, data_root, device, staging),
-                kernel_name="python3",
-                cwd=str(REPO_ROOT),
-                progress_bar=False,
-                log_output=False,
-                execution_timeout=timeout,
-            )
+            with _scale_environment(scale, data_root):
+                pm.execute_notebook(
+                    str(nb_in),
+                    str(nb_out),
+                    parameters=_parameters(scale, seed, data_root, device, staging),
+                    kernel_name="python3",
+                    cwd=str(REPO_ROOT),
+                    progress_bar=False,
+                    log_output=False,
+                    execution_timeout=timeout,
+                )
         final = out_root / paper
         old = None
         if final.exists():
@@ -162,7 +189,7 @@ def reproduce(
     stream=sys.stdout,
 ) -> list[RunResult]:
     """Run several papers; print one progress line each and a summary table. Never stops at a failure."""
-    _validate_common(scale, device)
+    _validate_common(scale, device, data_root)
     available = _available(Path(notebooks_dir))
     if papers:
         for p in papers:
@@ -219,7 +246,7 @@ def prepare(
     """
     import papermill as pm
 
-    _validate_common(scale, device)
+    _validate_common(scale, device, data_root)
     out = Path(out).resolve()
     written = []
     for paper, src in _available(Path(notebooks_dir)).items():
@@ -285,6 +312,33 @@ def _cmd_prepare(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_rehearsal_root(ns: argparse.Namespace) -> int:
+    summary = write_rehearsal_root(ns.dir, seed=ns.seed)
+    print(f"rehearsal data root written to {summary['root']}: {summary['files']} files, "
+          f"{summary['bytes'] / 2**20:.1f} MiB in {summary['seconds']:.1f} s")
+    print(f"run the paper path on it: python -m privkit reproduce --scale rehearsal --data-root {summary['root']}")
+    return 0
+
+
+def write_rehearsal_root(root: str | os.PathLike, *, seed: int = 0) -> dict:
+    """Write the miniature paper-scale data root (face datasets, MPII, MovieLens and rehearsal weights, all in the
+    real on-disk formats) into the empty or new folder ``root``; returns a summary."""
+    from .data.rehearsal import write_face_rehearsal_root
+    from .data.rehearsal_models import write_model_rehearsal_root
+
+    t0 = time.perf_counter()
+    root = Path(root)
+    faces = write_face_rehearsal_root(root, seed=seed)
+    models = write_model_rehearsal_root(root, seed=seed)
+    files = [f for f in root.rglob("*") if f.is_file()]
+    (root / "REHEARSAL.txt").write_text(
+        "A privkit rehearsal data root: miniature datasets and randomly initialised weights in the real on-disk\n"
+        "formats, for `python -m privkit reproduce --scale rehearsal --data-root <this folder>`. It exercises the\n"
+        "paper path; every number it produces is meaningless. Never use it as real data.\n")
+    return {"root": str(root.resolve()), "files": len(files) + 1, "bytes": sum(f.stat().st_size for f in files),
+            "seconds": time.perf_counter() - t0, "faces": faces, "models": models}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m privkit", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -306,6 +360,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_prep = sub.add_parser("prepare", help="write parameterised notebooks for nbval (no execution)")
     common(p_prep, "smoke", "build/smoke", "cpu")
     p_prep.set_defaults(func=_cmd_prepare)
+    p_reh = sub.add_parser("rehearsal-root", help="write a miniature paper-scale data root in the real formats")
+    p_reh.add_argument("dir", help="an empty or new folder")
+    p_reh.add_argument("--seed", type=int, default=0)
+    p_reh.set_defaults(func=_cmd_rehearsal_root)
     return parser
 
 

@@ -131,12 +131,13 @@ def test_check_and_load_presets(monkeypatch):
 
     with pytest.raises(PrivkitError, match="missing"):
         config.check_presets("isp", {"smoke": Cfg(1)})
+    every = {"smoke": Cfg(1), "default": Cfg(2), "paper": Cfg(3), "rehearsal": Cfg(4)}
+    assert set(every) == set(config.SCALES)
     with pytest.raises(PrivkitError, match="frozen dataclass"):
-        config.check_presets("isp", {"smoke": {"n": 1}, "default": Cfg(2), "paper": Cfg(3)})
+        config.check_presets("isp", {**every, "smoke": {"n": 1}})
     with pytest.raises(UnknownNameError, match="paper"):
-        config.check_presets("nope", {"smoke": Cfg(1), "default": Cfg(2), "paper": Cfg(3)})
-    monkeypatch.setitem(config._PRESETS, "isp", config.check_presets("isp", {"smoke": Cfg(1), "default": Cfg(2),
-                                                                            "paper": Cfg(3)}))
+        config.check_presets("nope", every)
+    monkeypatch.setitem(config._PRESETS, "isp", config.check_presets("isp", every))
     monkeypatch.setitem(config._ARTEFACTS, "isp", (("fig1_x", "a figure"),))
     assert config.artefacts("isp") == (("fig1_x", "a figure"),)
     assert config.load("isp", "default") == Cfg(2)

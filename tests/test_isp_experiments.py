@@ -256,6 +256,10 @@ def test_utility_table_linear_probe_rows():
     assert lin.loc["ISP", "retention_pct"] > 90  # the attribute is orthogonal to the identity subspace
     both = X.utility_table({"none": lambda z: z}, knn=knn, k=5, linear=True)
     assert both[both.metric == "linear:attr"].retention_pct.iloc[0] == pytest.approx(100.0)
+    # an attribute constant over the bank (small paper-scale subsets): kNN rows, no linear probe, no error
+    const = (bank, {"attr": torch.zeros_like(bank_attr)}, query, {"attr": query_attr})
+    c = X.utility_table({"none": lambda z: z}, knn=const, k=5, linear=True)
+    assert set(c.metric) == {"knn:attr"}
     with pytest.raises(UnknownNameError, match="linear"):
         X.utility_table({"none": lambda z: z}, knn=knn, linear=["ISP"])
     with pytest.raises(InvalidArgumentError, match="linear"):

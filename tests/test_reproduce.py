@@ -93,3 +93,28 @@ def test_list_command(capsys):
     text = capsys.readouterr().out
     for paper in ("isp", "dppose", "scoreshield", "synthesisnet", "smoke", "default", "paper"):
         assert paper in text
+
+
+def test_paper_data_scales_need_a_data_root(tmp_path, capsys):
+    """--scale paper and --scale rehearsal read --data-root; without one (or with a missing folder) the runner says
+    what to do before any notebook starts."""
+    from privkit.errors import PrivkitError
+    from privkit.reproduce import _validate_common
+
+    with pytest.raises(PrivkitError, match="rehearsal-root DIR"):
+        _validate_common("rehearsal", "cpu", None)
+    with pytest.raises(PrivkitError, match="Paper scale: datasets and weights"):
+        _validate_common("paper", "cpu", tmp_path / "nowhere")
+    _validate_common("rehearsal", "cpu", tmp_path)  # a folder: accepted
+    assert main(["reproduce", "--scale", "rehearsal", "--paper", "isp", "--out", str(tmp_path / "o")]) == 2
+    assert "rehearsal-root" in capsys.readouterr().err
+
+
+def test_rehearsal_root_command_writes_every_dataset_and_weight(tmp_path, capsys):
+    root = tmp_path / "root"
+    assert main(["rehearsal-root", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "--scale rehearsal --data-root" in out
+    for part in ("celeba", "VGGFace2", "lfw", "IJBB", "IJBC", "mpii", "ml-100k", "weights", "REHEARSAL.txt"):
+        assert (root / part).exists(), part
+    assert main(["rehearsal-root", str(root)]) == 2  # never written over

@@ -654,17 +654,27 @@ def _replace_batchnorm(module: nn.Module, norm: str) -> int:
 
 
 def _load_state_dict_file(path: Path) -> dict[str, torch.Tensor]:
-    if path.suffix == ".safetensors":
-        from safetensors.torch import load_file
+    import pickle
 
-        return load_file(str(path))
-    state = torch.load(str(path), map_location="cpu", weights_only=True)
+    from safetensors import SafetensorError
+
+    try:
+        if path.suffix == ".safetensors":
+            from safetensors.torch import load_file
+
+            return load_file(str(path))
+        state = torch.load(str(path), map_location="cpu", weights_only=True)
+    except (RuntimeError, ValueError, OSError, EOFError, pickle.UnpicklingError, SafetensorError) as err:
+        raise InvalidArgumentError(
+            f"weights file {path} cannot be read as a timm tiny_vit_5m_224 state dict (safetensors, or a torch.save "
+            f"file read with weights_only=True): {type(err).__name__}: {err}"
+        ) from None
     if isinstance(state, Mapping) and "model" in state and isinstance(state["model"], Mapping):
         state = state["model"]
     if isinstance(state, Mapping) and "state_dict" in state and isinstance(state["state_dict"], Mapping):
         state = state["state_dict"]
-    if not isinstance(state, Mapping):
-        raise InvalidArgumentError(f"weights file {path} does not hold a state dict")
+    if not isinstance(state, Mapping) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise InvalidArgumentError(f"weights file {path} does not hold a state dict (a mapping of names to tensors)")
     return dict(state)
 
 
@@ -719,11 +729,17 @@ def _build_tiny_vit(
                     p.zero_()
     else:
         state = {k: v for k, v in state.items() if not k.startswith("head.")}
-        missing, _unexpected = net.load_state_dict(state, strict=False)
+        try:
+            missing, _unexpected = net.load_state_dict(state, strict=False)
+        except RuntimeError as err:  # shape mismatches
+            raise InvalidArgumentError(
+                f"weights file {path} does not fit timm's tiny_vit_5m_224 (stage widths 64/128/160/320): {err}"
+            ) from None
         missing = [k for k in missing if not k.startswith("head.")]
         if missing:
             raise InvalidArgumentError(
-                f"weights: the checkpoint does not fit tiny_vit_5m_224; {len(missing)} missing keys, e.g. {missing[:3]}"
+                f"weights file {path} does not fit timm's tiny_vit_5m_224; {len(missing)} missing keys, e.g. "
+                f"{missing[:3]}"
             )
     _replace_batchnorm(net, norm)
     backbone = _TimmFeatures(net)

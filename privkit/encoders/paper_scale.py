@@ -65,6 +65,38 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
+class _WeightFileError(InvalidArgumentError, RuntimeError):
+    """A weight file that cannot be read or does not fit the network its loader builds; the message names the file
+    and what was expected. Also a ``RuntimeError``, the type torch and open_clip raised for these cases before
+    privkit named the file."""
+
+
+def _read_errors() -> tuple[type[BaseException], ...]:
+    """What reading a corrupt or foreign weight file raises (torch.load, safetensors, TorchScript, open_clip)."""
+    import pickle
+
+    errors: tuple[type[BaseException], ...] = (RuntimeError, ValueError, OSError, EOFError, KeyError,
+                                               pickle.UnpicklingError)
+    try:
+        from safetensors import SafetensorError
+    except ImportError:  # pragma: no cover - safetensors comes with open_clip and timm
+        return errors
+    return (*errors, SafetensorError)
+
+
+def _read_state_dict(path: Path, expected: str) -> dict[str, torch.Tensor]:
+    """``torch.load(path, weights_only=True)`` as a dict of tensors, or a :class:`_WeightFileError`."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except _read_errors() as err:
+        raise _WeightFileError(f"{path}: cannot read {expected} ({type(err).__name__}: {err})") from None
+    if not isinstance(state, dict) or not state or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise _WeightFileError(
+            f"{path}: expected {expected}, got a {type(state).__name__} that is not a dict of tensors"
+        )
+    return state
+
+
 @dataclass(frozen=True)
 class WeightSpec:
     """What one paper-scale encoder needs on disk.
@@ -334,24 +366,34 @@ def load_clip_vit_b16(
 
     Raises:
         MissingResourceError: no weights found.
+        InvalidArgumentError: the weight file cannot be read or does not fit the architecture (the message names the
+            file and what was expected; also a ``RuntimeError``).
     """
     path = find_weights("clip-vit-b16", weights=weights, data_root=data_root)
     import open_clip
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if path.is_dir():
-            model = open_clip.create_model(
-                f"local-dir:{path}", device="cpu", require_pretrained=True, weights_only=True
-            )
-        else:
-            model = open_clip.create_model(
-                "ViT-B-16",
-                pretrained=str(path),
-                device="cpu",
-                force_quick_gelu=bool(quick_gelu),
-                require_pretrained=True,
-                weights_only=True,
-            )
+    if path.is_dir():
+        ckpt = next(path / f for f in PAPER_SCALE_SPECS["clip-vit-b16"].files if (path / f).is_file())
+        expected = f"an open_clip CLIP state dict of the model_cfg in {path / 'open_clip_config.json'}"
+    else:
+        ckpt, expected = path, "an open_clip state dict of ViT-B-16 (OpenAI CLIP ViT-B/16)"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if path.is_dir():
+                model = open_clip.create_model(
+                    f"local-dir:{path}", device="cpu", require_pretrained=True, weights_only=True
+                )
+            else:
+                model = open_clip.create_model(
+                    "ViT-B-16",
+                    pretrained=str(path),
+                    device="cpu",
+                    force_quick_gelu=bool(quick_gelu),
+                    require_pretrained=True,
+                    weights_only=True,
+                )
+    except _read_errors() as err:
+        raise _WeightFileError(f"{ckpt}: cannot load it as {expected} ({type(err).__name__}: {err})") from None
     visual = _freeze(model.visual, device)
     cfg = dict(getattr(visual, "preprocess_cfg", {}) or {})
     size = cfg.get("size", visual.image_size)
@@ -397,17 +439,26 @@ def load_dinov2(
 
     Raises:
         MissingResourceError: weights or checkout missing.
+        InvalidArgumentError: the ``.pth`` file cannot be read (checked before the checkout's code runs) or does not
+            fit the checkout's network (the message names the file; also a ``RuntimeError``).
     """
     if arch not in ("vits14", "vitb14"):
         raise InvalidArgumentError(f"arch must be 'vits14' or 'vitb14', got {arch!r}")
     name = f"dinov2-{arch}"
     path = find_weights(name, weights=weights, data_root=data_root)
     repo = _dinov2_repo(path)
+    # read the file before the checkout's code runs, so that a bad file is reported as such
+    state = _read_state_dict(path, f"a DINOv2 {arch} state dict (dinov2_{arch}_pretrain.pth, a torch.save'd dict of "
+                                   "tensors)")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = torch.hub.load(str(repo), f"dinov2_{arch}", source="local", pretrained=False)
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    model.load_state_dict(state, strict=True)
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as err:
+        raise _WeightFileError(
+            f"{path}: does not fit the dinov2_{arch} network built by {repo / 'hubconf.py'} (strict loading): {err}"
+        ) from None
     model = _freeze(model, device)
     preprocess = dict(size=256, crop=224, mean=IMAGENET_MEAN, std=IMAGENET_STD, interpolation="bicubic")
     dim = int(getattr(model, "embed_dim", 0)) or _probe_dim(model, lambda m, x: m(x), 224, device)
@@ -436,14 +487,33 @@ def load_sscd(
 
     Raises:
         MissingResourceError: the file is missing.
+        InvalidArgumentError: the file is not a TorchScript archive, or its module does not map a (1, 3, 288, 288)
+            batch to (1, D) descriptors (the message names the file; also a ``RuntimeError``).
     """
     path = find_weights("sscd", weights=weights, data_root=data_root)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        model = torch.jit.load(str(path), map_location="cpu")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            model = torch.jit.load(str(path), map_location="cpu")
+    except _read_errors() as err:
+        raise _WeightFileError(
+            f"{path}: cannot read it as a TorchScript module (torch.jit.save; SSCD publishes "
+            f"sscd_disc_mixup.torchscript.pt) ({type(err).__name__}: {err})"
+        ) from None
     model = _freeze(model, device)
     preprocess = dict(size=288, crop=None, mean=IMAGENET_MEAN, std=IMAGENET_STD, interpolation="bilinear")
-    dim = _probe_dim(model, lambda m, x: m(x), 288, device)
+    contract = "SSCD's contract: (B, 3, H, W) ImageNet-normalised images -> (B, D) descriptors"
+    try:
+        with torch.no_grad():
+            out = model(torch.zeros(1, 3, 288, 288, device=device))
+    except RuntimeError as err:
+        raise _WeightFileError(
+            f"{path}: the module fails on a (1, 3, 288, 288) batch; expected {contract} ({err})"
+        ) from None
+    if not isinstance(out, torch.Tensor) or out.ndim != 2 or out.shape[0] != 1:
+        got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        raise _WeightFileError(f"{path}: a (1, 3, 288, 288) batch gave {got}; expected {contract}")
+    dim = int(out.shape[1])
     enc = GeneralImageEncoder(
         name="sscd",
         model=model,

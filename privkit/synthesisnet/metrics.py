@@ -480,12 +480,22 @@ def load_inception(
     from torchvision.models import inception_v3
 
     path = _find_inception(weights, data_root)
-    if path.suffix == ".safetensors":
-        from safetensors.torch import load_file
+    import pickle
 
-        state = load_file(str(path))
-    else:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+    from safetensors import SafetensorError
+
+    try:
+        if path.suffix == ".safetensors":
+            from safetensors.torch import load_file
+
+            state = load_file(str(path))
+        else:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+    except (RuntimeError, ValueError, OSError, EOFError, pickle.UnpicklingError, SafetensorError) as err:
+        raise InvalidArgumentError(
+            f"{path} cannot be read as a torchvision Inception-v3 state dict (safetensors, or a torch.save file read "
+            f"with weights_only=True): {type(err).__name__}: {err}"
+        ) from None
     if not isinstance(state, Mapping):
         raise InvalidArgumentError(f"{path} does not hold a state dict")
     has_aux = any(k.startswith("AuxLogits.") for k in state)

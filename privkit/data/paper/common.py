@@ -121,6 +121,55 @@ def _face_window(w: int, h: int, crop: str, box: Sequence[float] | None, margin:
     return _square_around((bx0 + bx1) / 2.0, (by0 + by1) / 2.0, side)
 
 
+#: Leading bytes of the image formats Pillow decodes here, with the fewest bytes a complete file of that format
+#: can have (a baseline JPEG needs its quantisation, frame, Huffman and scan headers: over 100 bytes).
+_IMAGE_SIGNATURES: tuple[tuple[str, tuple[bytes, ...], int], ...] = (
+    ("JPEG", (b"\xff\xd8\xff",), 100),
+    ("PNG", (b"\x89PNG\r\n\x1a\n",), 60),
+    ("BMP", (b"BM",), 30),
+    ("GIF", (b"GIF87a", b"GIF89a"), 26),
+    ("TIFF", (b"II*\x00", b"MM\x00*"), 30),
+    ("WebP", (b"RIFF",), 26),
+    ("PPM/PGM/PBM", (b"P1", b"P2", b"P3", b"P4", b"P5", b"P6"), 8),
+)
+
+
+def _check_image_files(paths: Sequence[Path], what: str, how_to_get: str = "Re-extract the dataset archive.") -> None:
+    """Cheap checks of every image file before any is decoded: it exists, starts like an image and is not cut short.
+
+    Reads 16 bytes per file (no decoding), so a missing, empty or truncated file is reported before the heavy work
+    (a file cut inside its compressed data is still caught when it is decoded).
+
+    Raises:
+        MissingResourceError: a file is missing (the message names it and counts the others).
+        InvalidArgumentError: a file is not an image or is too short to be a complete one (named, with its size).
+    """
+    missing = [p for p in paths if not p.is_file()]
+    if missing:
+        more = f" ({len(missing) - 1} more of the {len(paths)} images are missing too)" if len(missing) > 1 else ""
+        raise MissingResourceError(f"{what} image {missing[0].name}{more}", expected_at=str(missing[0]),
+                                   how_to_get=how_to_get)
+    formats = ", ".join(name for name, _, _ in _IMAGE_SIGNATURES)
+    for p in paths:
+        try:
+            n_bytes = p.stat().st_size
+            with p.open("rb") as fh:
+                head = fh.read(16)
+        except OSError as exc:
+            raise InvalidArgumentError(f"{what} image {p}: cannot be read ({exc})") from None
+        kind = next(((name, least) for name, sigs, least in _IMAGE_SIGNATURES if head.startswith(sigs)), None)
+        if kind is None:
+            raise InvalidArgumentError(
+                f"{what} image {p}: expected an image file ({formats}), but its {n_bytes} bytes start with "
+                f"{head[:8]!r} (truncated, corrupt or not an image)"
+            )
+        if n_bytes < kind[1]:
+            raise InvalidArgumentError(
+                f"{what} image {p}: a complete {kind[0]} file has at least {kind[1]} bytes, this one has {n_bytes} "
+                "(truncated?)"
+            )
+
+
 def _decode(path: Path, window_fn: Callable[[int, int], Window], size: int) -> tuple[np.ndarray, Window, tuple[int, int]]:
     """Decode ``path``, crop ``window_fn(w, h)`` (black padding outside the image), resize to size x size."""
     from PIL import Image, UnidentifiedImageError
@@ -138,7 +187,10 @@ def _decode(path: Path, window_fn: Callable[[int, int], Window], size: int) -> t
                 im = im.resize((size, size), Image.Resampling.BILINEAR)
             arr = np.asarray(im, dtype=np.uint8).copy()
     except (UnidentifiedImageError, OSError) as exc:
-        raise InvalidArgumentError(f"cannot decode image {path}: {exc}") from None
+        raise InvalidArgumentError(
+            f"cannot decode image {path}: expected a complete image file that Pillow can read, got: {exc} "
+            "(truncated or corrupt file?)"
+        ) from None
     return arr, win, (w, h)
 
 
@@ -254,6 +306,7 @@ def _build_faceset(
     def make_fn(b):
         return lambda w, h: _face_window(w, h, crop, b, margin)
 
+    _check_image_files(paths, name)
     images, windows, sizes = _decode_many(
         paths, [make_fn(b) for b in boxes], size, num_workers=num_workers, progress=progress, desc=name
     )

@@ -56,11 +56,13 @@ class IdentitySelection:
         """Whether any field is set (otherwise the loader keeps every image)."""
         return self.min_images is not None or self.n_identities is not None or self.images_per_identity is not None
 
-    def rows(self, identity: torch.Tensor, *, seed: int | torch.Generator) -> torch.Tensor:
-        """The sorted rows of ``identity`` this selection keeps (drawn by :func:`select_identities`)."""
+    def rows(self, identity: torch.Tensor, *, seed: int | torch.Generator,
+             names: Sequence[str] | None = None) -> torch.Tensor:
+        """The sorted rows of ``identity`` this selection keeps (drawn by :func:`select_identities`; ``names``
+        only names identities in its error messages)."""
         return select_identities(
             identity, min_images=self.min_images or 1, n_identities=self.n_identities,
-            images_per_identity=self.images_per_identity, seed=seed,
+            images_per_identity=self.images_per_identity, seed=seed, names=names,
         )
 
     def as_dict(self) -> dict[str, int | None]:
@@ -76,6 +78,7 @@ def select_identities(
     n_identities: int | None = None,
     images_per_identity: int | None = None,
     seed: int | torch.Generator,
+    names: Sequence[str] | None = None,
 ) -> torch.Tensor:
     """Choose rows for an "X-20"-style protocol (e.g. CelebA-20: identities with at least 20 images).
 
@@ -91,6 +94,8 @@ def select_identities(
         n_identities: number of identities to draw, or ``None`` for all eligible.
         images_per_identity: rows to draw per identity, or ``None`` for all.
         seed: integer seed or a ``torch.Generator`` (CPU) used for both draws.
+        names: optional name of each label value ``0 .. len(names)-1`` (e.g. folder names), used only to name the
+            identities that fall short in error messages; without it they are named by their label.
 
     Returns:
         (M,) int64 indices into ``identity``, sorted ascending.
@@ -114,16 +119,32 @@ def select_identities(
     uniq, counts = torch.unique_consecutive(ids[order], return_counts=True)
     starts = torch.cumsum(counts, 0) - counts
     eligible = torch.nonzero(counts >= threshold).flatten()
+
+    def short_of_threshold() -> str:
+        # the identities closest to qualifying (most images first), named, so the message says which ones fall short
+        n_rows, values = counts.tolist(), uniq.tolist()
+        short = [g for g in torch.argsort(counts, descending=True, stable=True).tolist() if n_rows[g] < threshold]
+        if not short:
+            return ""
+
+        def label(g: int) -> str:
+            v = values[g]
+            return repr(str(names[v])) if names is not None and 0 <= v < len(names) else str(v)
+
+        listed = ", ".join(f"identity {label(g)} has {n_rows[g]}" for g in short[:5])
+        more = f" and {len(short) - 5} more" if len(short) > 5 else ""
+        return f"; short of {threshold}: {listed}{more}"
+
     if eligible.numel() == 0:
         raise InsufficientDataError(
             f"select_identities: need at least 1 identity with >= {threshold} images; the largest has "
-            f"{int(counts.max()) if counts.numel() else 0}"
+            f"{int(counts.max()) if counts.numel() else 0}{short_of_threshold()}"
         )
     if n_identities is not None:
         if eligible.numel() < n_identities:
             raise InsufficientDataError(
                 f"select_identities: need at least {n_identities} identities with >= {threshold} images "
-                f"(n_identities), got {eligible.numel()}"
+                f"(n_identities), got {eligible.numel()}{short_of_threshold()}"
             )
         pick = torch.randperm(eligible.numel(), generator=gen)[:n_identities]
         eligible = eligible[pick].sort().values
@@ -241,8 +262,8 @@ def _load_selected_folders(
     attributes_by_owner: Mapping[str, Mapping[str, int]] | None,
 ) -> FaceSet:
     if selection.active:
-        owner_ids, _ = _contiguous_ids(owners)
-        rows = selection.rows(owner_ids, seed=seed).tolist()
+        owner_ids, owner_names = _contiguous_ids(owners)
+        rows = selection.rows(owner_ids, seed=seed, names=owner_names).tolist()
     else:
         rows = list(range(len(rels)))
     _check_budget(len(rows), cap, name)

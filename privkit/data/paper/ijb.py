@@ -19,6 +19,7 @@ from .common import (
     PathLike,
     _as_root,
     _build_faceset,
+    _check_image_files,
     _check_size,
     _check_workers,
     _first_existing,
@@ -136,7 +137,9 @@ def load_ijb(data_root: PathLike, *, name: Literal["IJBB", "IJBC"] = "IJBC", max
     Files (``p`` = ``ijbb`` or ``ijbc``): ``DATA_ROOT/<name>/meta/p_face_tid_mid.txt`` (``image template media``
     per line), ``DATA_ROOT/<name>/meta/p_template_pair_label.txt`` (``template1 template2 label``, label 1 =
     genuine), optional ``DATA_ROOT/<name>/meta/p_name_5pts_score.txt`` (``image x1 y1 ... x5 y5 score``) and the
-    images ``DATA_ROOT/<name>/loose_crop/<image>``. Nothing is decoded: see :class:`IJBProtocol`.
+    images ``DATA_ROOT/<name>/loose_crop/<image>``. Nothing is decoded (see :class:`IJBProtocol`), but every listed
+    image is checked up front (present, an image signature, not cut short: 16 bytes read per file), so a missing or
+    truncated crop is reported before any embedding.
 
     Args:
         data_root: folder holding ``IJBC/`` (or ``IJB_release/IJBC/``).
@@ -144,9 +147,10 @@ def load_ijb(data_root: PathLike, *, name: Literal["IJBB", "IJBC"] = "IJBC", max
         max_pairs: keep only the first ``max_pairs`` pairs of the pair file (default all; for quick looks).
 
     Raises:
-        MissingResourceError: the folder or a required file is missing (the message says where to get them).
-        InvalidArgumentError: a file does not follow the format (the message names the line), or a pair names a
-            template that has no image.
+        MissingResourceError: the folder, a required file or a listed image is missing (the message says where to
+            get them).
+        InvalidArgumentError: a file does not follow the format (the message names the line), a pair names a
+            template that has no image, or a listed image is not an image or is truncated (named).
     """
     root = _as_root(data_root)
     name = check_choice("name", name, _IJB_NAMES)
@@ -182,6 +186,9 @@ def load_ijb(data_root: PathLike, *, name: Literal["IJBB", "IJBC"] = "IJBC", max
         files.append(parts[0])
     if not files:
         raise _format_error(tid_file, None, "lists no image")
+    # every listed crop must be there and look like a complete image before anything is embedded (16 bytes read
+    # per file, no decoding)
+    _check_image_files([image_dir / f for f in dict.fromkeys(files)], f"{name} ({tid_file.name})", _HOW_IJB)
 
     pa: list[int] = []
     pb: list[int] = []

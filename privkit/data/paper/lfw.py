@@ -77,7 +77,8 @@ def read_lfw_pairs(path: PathLike) -> list[LFWPair]:
 
     Raises:
         MissingResourceError: the file does not exist.
-        InvalidArgumentError: the file does not follow the format (the message names the line).
+        InvalidArgumentError: the file does not follow the format (the message names the line), including a
+            matched pair naming one image twice or a mismatched pair naming one person twice.
     """
     p = Path(path)
     if not p.is_file():
@@ -121,6 +122,10 @@ def read_lfw_pairs(path: PathLike) -> list[LFWPair]:
             raise _format_error(p, k + 2, f"image numbers must be integers, got {line!r}") from None
         if rec.a[1] < 1 or rec.b[1] < 1:
             raise _format_error(p, k + 2, f"image numbers start at 1, got {line!r}")
+        if matched and rec.a[1] == rec.b[1]:
+            raise _format_error(p, k + 2, f"a matched pair must name two different images of one person, got {line!r}")
+        if not matched and rec.a[0] == rec.b[0]:
+            raise _format_error(p, k + 2, f"a mismatched pair must name two different people, got {line!r}")
         out.append(rec)
     return out
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 
@@ -140,4 +140,8 @@ ARTEFACTS = (
                                  "head, and MoveNet's own zero-shot PCKh"),
 )
 
-PRESETS = {"smoke": SMOKE, "default": DEFAULT, "paper": PAPER}
+#: The paper path (MPII and TinyViT-5M from ``--data-root``) at smoke sizes, on the rehearsal root that
+#: ``python -m privkit rehearsal-root`` writes: every paper branch runs, the numbers mean nothing.
+REHEARSAL = replace(SMOKE, dataset="mpii", n_private=16, n_public=8, n_test=8, backbone="tiny_vit_5m", batch_size=8,
+                    k=4, k_grid=(2,), n_public_grads=8, refresh=2, n_show=2)
+PRESETS = {"smoke": SMOKE, "default": DEFAULT, "paper": PAPER, "rehearsal": REHEARSAL}

@@ -265,8 +265,8 @@ def invariant_checks(tables: Mapping[str, pd.DataFrame], *, n_below_floor: int, 
         if spread > 1e-5:
             failures.append(f"{lab}: full-rank ISP leaves fitting class means {spread:.2e} apart")
     if not full_scale:
-        notes.append("smoke scale: the ISP-vs-raw, rank-monotonicity, utility and inversion checks need the default "
-                     "scale's identities and are skipped")
+        notes.append("smoke or rehearsal scale: the ISP-vs-raw, rank-monotonicity, utility and inversion checks need "
+                     "the default scale's identities and are skipped")
         return failures, notes
     comp, sweep, util, inv = (tables[k] for k in ("comp", "sweep", "util", "inv"))
     clear = comp[comp.clear_leak & (comp["transform"] == "ISP-W")]

@@ -486,8 +486,8 @@ def utility_table(
                 rows.append({"transform": tname, "metric": f"knn:{attr}", "raw": raw, "transformed": acc,
                              "retention_pct": 100 * acc / raw if raw > 0 else math.nan, "chance": maj,
                              "informative": bool(informative), "n_queries": int(yq.numel())})
-            if not linear_names:
-                continue
+            if not linear_names or torch.unique(yb).numel() < 2:
+                continue  # no linear probe without two classes in the bank (a constant attribute tells nothing)
             raw_lin = linear_probe_accuracy(bank, yb, query, yq)
             informative_lin = raw_lin > maj + min_gain_se * se
             for tname in [t for t in transforms if t in linear_names]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 
@@ -157,4 +157,13 @@ ARTEFACTS = (
                       "(holds / does not hold / not resolvable)"),
 )
 
-PRESETS = {"smoke": SMOKE, "default": DEFAULT, "paper": PAPER}
+#: The paper path (CelebA, VGGFace2, CLIP, DINOv2, SSCD from ``--data-root``) at smoke sizes, on the rehearsal root
+#: that ``python -m privkit rehearsal-root`` writes (40 identities x 4 images): every paper branch runs, the
+#: numbers mean nothing.
+REHEARSAL = replace(
+    SMOKE, face_set="celeba", transfer_set="vggface2", n_identities=20, images_per_identity=4,
+    transfer_identities=10, transfer_images=4, split_counts=(10, 5, 5),
+    encoders=PAPER.encoders, attribution_encoders=("clip-vit-b16:image",),
+    inversion_encoders=("dinov2-vitb14:image",),
+)
+PRESETS = {"smoke": SMOKE, "default": DEFAULT, "paper": PAPER, "rehearsal": REHEARSAL}

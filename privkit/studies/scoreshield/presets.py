@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 
@@ -148,4 +148,8 @@ ARTEFACTS = (
     ("tableV1_claims", "every claim of the paper the notebook bears on: the paper's number, ours with a 95% interval, and a verdict from the data"),
 )
 
-PRESETS = {"smoke": SMOKE, "default": DEFAULT, "paper": PAPER}
+#: The paper path (LFW's pairs and folds, IJB-B and IJB-C, MovieLens from ``--data-root``) at smoke sizes, on the
+#: rehearsal root that ``python -m privkit rehearsal-root`` writes: every paper branch runs, the numbers mean nothing.
+REHEARSAL = replace(SMOKE, face_set="lfw", n_identities=40, images_per_identity=0, verification_sets=("lfw",),
+                    ijb_sets=("IJBB", "IJBC"))
+PRESETS = {"smoke": SMOKE, "default": DEFAULT, "paper": PAPER, "rehearsal": REHEARSAL}

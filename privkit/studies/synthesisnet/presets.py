@@ -6,7 +6,7 @@ splits) could not be obtained.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -141,4 +141,8 @@ ARTEFACTS = (
                       "(privkit)"),
 )
 
-PRESETS = {"smoke": SMOKE, "default": DEFAULT, "paper": PAPER}
+#: The paper path (CelebA with its attributes from ``--data-root``) at smoke sizes, on the rehearsal root that
+#: ``python -m privkit rehearsal-root`` writes: every paper branch runs, the numbers mean nothing.
+REHEARSAL = replace(SMOKE, face_set="celeba", n_train_identities=12, n_test_identities=6, images_per_identity=4,
+                    render_size=32, align_margin=None, probe_attributes=("Blurry", "Male"))
+PRESETS = {"smoke": SMOKE, "default": DEFAULT, "paper": PAPER, "rehearsal": REHEARSAL}
