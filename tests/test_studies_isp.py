@@ -224,7 +224,7 @@ def test_invariant_checks_at_smoke_scale_only_check_the_floor_and_the_class_mean
     failures, notes = IC.invariant_checks(_check_tables(True), n_below_floor=0, floor=0.01, spreads={"e": 1e-9},
                                           full_scale=False, biometric=set(), rank=2, check_inversion=True,
                                           contrast=None)
-    assert failures == [] and len(notes) == 1 and notes[0].startswith("smoke scale")
+    assert failures == [] and len(notes) == 1 and notes[0].startswith("smoke or rehearsal scale")
     failures, _ = IC.invariant_checks(_check_tables(False), n_below_floor=3, floor=0.01, spreads={"e": 1e-3},
                                       full_scale=False, biometric=set(), rank=2, check_inversion=False, contrast=None)
     assert failures == ["3 TARs reported below the smallest resolvable FAR 1.00e-02",
