@@ -148,6 +148,9 @@ c_main = cfg.clips[0]
 with timer("data"):
     if scale in PAPER_DATA_SCALES:
         from privkit.data.paper.mpii import load_mpii
+        from privkit.studies.guards import plan_paper_run
+
+        print(plan_paper_run("dppose", cfg, data_root, device=device).text())  # check every input first, plan
 
         # all of MPII's training split at 256 px is about 18 GB of float32 images
         private = load_mpii(data_root, split="train", size=cfg.image_size, n_samples=cfg.n_private or None,

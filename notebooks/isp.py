@@ -64,6 +64,7 @@ import torch
 
 import privkit
 from privkit.config import PAPER_DATA_SCALES, SMALL_SCALES
+from privkit.studies import guards as G
 from privkit.data import load_faces
 from privkit.data.paper.celeba import load_celeba
 from privkit.data.paper.identity_folders import IdentitySelection
@@ -99,6 +100,7 @@ print(cfg)
 # %%
 with timer("embeddings"):
     if scale in PAPER_DATA_SCALES:
+        print(G.plan_paper_run("isp", cfg, data_root, device=device).text())  # check inputs, plan, probe
         faces = load_celeba(data_root, selection=IdentitySelection(
             min_images=cfg.images_per_identity, n_identities=cfg.n_identities,
             images_per_identity=cfg.images_per_identity), size=cfg.face_size, seed=seed)

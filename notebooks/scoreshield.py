@@ -61,6 +61,7 @@ import torch
 
 import privkit
 from privkit.config import PAPER_DATA_SCALES, SMALL_SCALES
+from privkit.studies import guards as G
 from privkit.scoreshield import release_scores, synthetic_score_families
 from privkit.studies.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
 from privkit.studies.scoreshield import claims as SC
@@ -95,6 +96,7 @@ with timer("embeddings"):
     fr = load_encoder("dlib-resnet-fr", device="cpu")
     lfw = None
     if scale in PAPER_DATA_SCALES:  # LFW's official View-2 protocol: pairs.txt, 10 folds of 300 + 300 pairs
+        print(G.plan_paper_run("scoreshield", cfg, data_root, device=device).text())  # check inputs, plan, probe
         lfw = load_lfw(data_root, size=cfg.face_size)
         faces = lfw.faces
     else:

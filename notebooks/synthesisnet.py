@@ -69,6 +69,7 @@ import torch
 
 import privkit
 from privkit.config import PAPER_DATA_SCALES, SMALL_SCALES
+from privkit.studies import guards as G
 from privkit.data import load_faces
 from privkit.data.paper.celeba import load_celeba
 from privkit.data.paper.identity_folders import IdentitySelection
@@ -102,6 +103,7 @@ print(cfg)
 # %%
 with timer("data"):
     if scale in PAPER_DATA_SCALES:
+        print(G.plan_paper_run("synthesisnet", cfg, data_root, device=device).text())  # check inputs, plan, probe
         selection = IdentitySelection(min_images=cfg.images_per_identity, images_per_identity=cfg.images_per_identity,
                                       n_identities=cfg.n_train_identities + cfg.n_test_identities)
         faces = load_celeba(data_root, size=cfg.image_size, selection=selection, seed=seed, progress=progress)
