@@ -29,6 +29,11 @@ def test_every_input_of_the_paper_branch_is_found(root, paper):
     assert f"Paper-scale run of {paper}" in text and "planned:" in text and all(w in text for w in found)
     if paper in ("isp", "synthesisnet"):
         assert plan.probe["decode"] > 0 and plan.estimate_seconds > 0 and plan.memory_bytes > 0
+    if paper == "isp":  # every encoder the notebook embeds with is probed
+        assert {k for k in plan.probe if k.startswith("embed")} == {
+            "embed dlib-resnet-fr", "embed clip-vit-b16", "embed dinov2-vitb14", "embed sscd"}
+    if paper == "scoreshield":
+        assert plan.counts["LFW images"] > 0 and "embed dlib-resnet-fr" in plan.probe
 
 
 def test_all_missing_inputs_are_listed_at_once(root, tmp_path):

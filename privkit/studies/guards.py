@@ -8,9 +8,9 @@
    seconds into the run, not an hour in.
 2. **Plan.** It counts what the preset will read (images, pairs, training steps) and estimates the memory that the
    decoded images take.
-3. **Probe.** It times the decoding of a few images of the main dataset and, for the embedding studies, one small
-   batch through each encoder, and extrapolates to the planned counts. Training time is not extrapolated (it depends
-   on the device, the model and the DP machinery), only the number of steps is given.
+3. **Probe.** It times the decoding of a few CelebA images (ISP, SynthesisNet) and one small batch through each
+   encoder the notebook embeds with (ISP, ScoreShield), and extrapolates to the planned images. Training time is not
+   extrapolated (it depends on the device, the model and the DP machinery); the plan gives the epochs instead.
 """
 
 from __future__ import annotations
@@ -169,13 +169,17 @@ def check_paper_inputs(paper: str, cfg: Any, data_root: str | Path) -> list[tupl
     return found
 
 
-def _planned_counts(paper: str, cfg: Any) -> tuple[dict[str, int], int, int]:
+def _planned_counts(paper: str, cfg: Any, root: Path) -> tuple[dict[str, int], int, int]:
     """(counts, planned decoded images, their side in pixels)."""
     if paper == "isp":
         n = cfg.n_identities * cfg.images_per_identity + cfg.transfer_identities * cfg.transfer_images
         return {"images": n, "encoders": len(cfg.encoders), "embeddings": n * len(cfg.encoders)}, n, cfg.face_size
     if paper == "scoreshield":
-        return {"encoders": len(cfg.face_encoders), "IJB sets": len(cfg.ijb_sets)}, 0, cfg.face_size
+        from privkit.data.paper.lfw import read_lfw_pairs
+
+        pairs = next((read_lfw_pairs(p) for p in (root / "lfw" / "pairs.txt", root / "pairs.txt") if p.is_file()), [])
+        n = len({img for pair in pairs for img in (pair.a, pair.b)})
+        return {"LFW images": n, "encoders": len(cfg.face_encoders), "IJB sets": len(cfg.ijb_sets)}, n, cfg.face_size
     if paper == "dppose":
         return {"public images": cfg.n_public, "epochs": cfg.epochs, "seeds": cfg.seeds}, cfg.n_public, cfg.image_size
     n = (cfg.n_train_identities + cfg.n_test_identities) * cfg.images_per_identity
@@ -191,26 +195,36 @@ def plan_paper_run(paper: str, cfg: Any, data_root: str | Path, *, device: str |
         cfg: the notebook's preset (``privkit.config.load(paper, scale)``).
         data_root: the paper-scale data root.
         device: where the run computes.
-        probe_images: images decoded (and embedded by each of ``encoders``) for the timing probe; 0 skips it.
-        encoders: already loaded encoders to probe, by name (loading them is part of the run, not of the plan).
+        probe_images: images decoded and embedded by each encoder for the timing probe; 0 skips the probe.
+        encoders: already loaded encoders by name (the others the notebook uses are loaded here for the probe).
 
     Raises:
         MissingResourceError: inputs are missing (all of them are listed).
     """
     probe_images = check_int("probe_images", probe_images, minimum=0)
     plan = RunPlan(paper=paper, device=str(device), inputs=check_paper_inputs(paper, cfg, data_root))
-    plan.counts, n_images, side = _planned_counts(paper, cfg)
+    plan.counts, n_images, side = _planned_counts(paper, cfg, Path(data_root).expanduser())
     plan.memory_bytes = n_images * 3 * side * side * 4
-    if probe_images and paper in ("isp", "synthesisnet"):
+    if not probe_images:
+        return plan
+    if paper in ("isp", "synthesisnet"):  # the images the notebook decodes come from CelebA
         from privkit.data.paper.celeba import load_celeba
 
         t0 = time.perf_counter()
-        faces = load_celeba(data_root, indices=list(range(probe_images)), size=side)
+        load_celeba(data_root, indices=list(range(probe_images)), size=side)
         plan.probe["decode"] = (time.perf_counter() - t0) / probe_images
-        for name, enc in (encoders or {}).items():
-            t0 = time.perf_counter()
-            enc.embed(faces.images.to(device))
-            plan.probe[f"embed {name}"] = (time.perf_counter() - t0) / probe_images
-        per_image = plan.probe["decode"] + sum(v for k, v in plan.probe.items() if k.startswith("embed"))
-        plan.estimate_seconds = per_image * n_images
+    # each encoder the notebook embeds with (loaded here unless given; the content does not change its cost)
+    names = {"isp": [e.split(":")[0] for e in getattr(cfg, "encoders", ())],
+             "scoreshield": list(getattr(cfg, "face_encoders", ()))}.get(paper, [])
+    x = torch.rand(probe_images, 3, side, side, generator=torch.Generator().manual_seed(0))
+    for name in names:
+        enc = (encoders or {}).get(name)
+        if enc is None:
+            from privkit.encoders import load_encoder
+
+            enc = load_encoder(name, device=device, data_root=data_root)
+        t0 = time.perf_counter()
+        enc.embed(x)
+        plan.probe[f"embed {name}"] = (time.perf_counter() - t0) / probe_images
+    plan.estimate_seconds = sum(plan.probe.values()) * n_images
     return plan
