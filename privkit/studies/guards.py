@@ -130,11 +130,16 @@ def _checks(paper: str, cfg: Any, data_root: Path) -> list[tuple[str, Callable[[
         from privkit.data.paper.ijb import load_ijb
         from privkit.data.paper.movielens import load_movielens_100k
 
-        checks = [("LFW pairs", lambda: _lfw_pairs(data_root))]
-        checks += [(name, lambda name=name: (load_ijb(data_root, name=name), str(data_root / name))[1])
-                   for name in cfg.ijb_sets]
-        checks.append(("MovieLens-100K", lambda: (load_movielens_100k(data_root), str(data_root / "ml-100k"))[1]))
-        return checks
+        def ijb(name: str) -> str:
+            load_ijb(data_root, name=name)  # reads the meta files and checks every listed crop
+            return str(data_root / name)
+
+        def movielens() -> str:
+            load_movielens_100k(data_root)
+            return str(data_root / "ml-100k")
+
+        return [("LFW pairs", lambda: _lfw_pairs(data_root)),
+                *[(name, lambda name=name: ijb(name)) for name in cfg.ijb_sets], ("MovieLens-100K", movielens)]
     if paper == "dppose":
         return [("MPII", lambda: _mpii(data_root)), ("TinyViT-5M weights", lambda: _tiny_vit(data_root))]
     if paper == "synthesisnet":
