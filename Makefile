@@ -17,7 +17,11 @@ export TRANSFORMERS_OFFLINE := 1
 export MPLBACKEND := Agg
 export PYTHONHASHSEED := 0
 
-.PHONY: all figures test test-fast lab notebooks clean venv
+SUBMISSIONS ?=
+GRADES ?= build/grades.csv
+GRADE_TIMEOUT ?= 600
+
+.PHONY: all figures test test-fast lab notebooks assignments grade clean venv
 
 all: test
 
@@ -37,13 +41,16 @@ figures: $(STAMP)
 	$(PY) -m privkit reproduce --scale $(SCALE) --device $(DEVICE) --out figures
 
 ## Unit tests; the release and exact-property tests again under other CPU kernels (generic ATen kernels, MKL limited
-## to SSE4.2, two threads), so a test that holds only by one machine's rounding fails anywhere; then every notebook at
+## to SSE4.2, two threads), so a test that holds only by one machine's rounding fails anywhere; then the course check
+## (every assignment built; solutions full marks, blanks none, each wrong answer loses its question); then every notebook at
 ## smoke scale through nbval, then checks of the files they wrote; then the paper path: a miniature data root in the
 ## real on-disk formats (python -m privkit rehearsal-root) and every notebook at the rehearsal scale on it.
 test: $(STAMP)
 	$(PY) -m pytest -q tests
 	ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 PRIVKIT_TEST_THREADS=2 \
 	  $(PY) -m pytest -q -p no:cacheprovider -m kernels tests
+	rm -rf build/assignments-check
+	$(PY) course/course.py check --out build/assignments-check
 	rm -rf build/smoke
 	$(PY) -m privkit prepare --scale smoke --out build/smoke
 	@if ls build/smoke/notebooks/*.ipynb >/dev/null 2>&1; then \
@@ -68,6 +75,17 @@ lab: $(STAMP)
 ## Write .ipynb files next to the sources (course hand-outs; git-ignored).
 notebooks: $(STAMP)
 	@for f in notebooks/*.py; do [ -e "$$f" ] || continue; $(VENV)/bin/jupytext --to ipynb "$$f"; done
+
+## Course mode: every assignment in course/assignments/ built with otter assign into
+## build/assignments/<name>/{student,autograder,solution}.
+assignments: $(STAMP)
+	$(PY) course/course.py build --out build/assignments
+
+## Grade a folder of submitted notebooks (make grade SUBMISSIONS=DIR): a CSV with one row per student and question.
+grade: $(STAMP)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=DIR [GRADES=$(GRADES)] [GRADE_TIMEOUT=$(GRADE_TIMEOUT)]" >&2; exit 2; }
+	@test -d build/assignments || $(PY) course/course.py build --out build/assignments
+	$(PY) course/course.py grade "$(SUBMISSIONS)" --assignments build/assignments --out "$(GRADES)" --timeout $(GRADE_TIMEOUT)
 
 ## Remove build outputs, caches (face-embedding caches are biometric data) and the venv.
 clean:
