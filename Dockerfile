@@ -4,7 +4,7 @@
 FROM python:3.11-slim
 
 RUN apt-get update \
- && apt-get install -y --no-install-recommends build-essential make git nodejs npm \
+ && apt-get install -y --no-install-recommends build-essential make git nodejs npm chromium chromium-driver \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /opt/privkit
@@ -20,6 +20,8 @@ RUN python -m venv .venv \
  && .venv/bin/python -m ipykernel install --sys-prefix --name python3 \
  && touch .venv/.privkit-installed
 
-ENV HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 MPLBACKEND=Agg PATH=/opt/privkit/.venv/bin:$PATH
+ENV HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 MPLBACKEND=Agg PATH=/opt/privkit/.venv/bin:$PATH \
+    JUPYTER_CONFIG_PATH=/opt/privkit/jupyter
 EXPOSE 8888
-CMD ["jupyter", "lab", "--ip=0.0.0.0", "--port=8888", "--no-browser", "--allow-root", "--notebook-dir=/opt/privkit/notebooks"]
+# MPLBACKEND is unset for JupyterLab so that figures show inline (make lab does the same)
+CMD ["env", "-u", "MPLBACKEND", "jupyter", "lab", "--ip=0.0.0.0", "--port=8888", "--no-browser", "--allow-root", "--notebook-dir=/opt/privkit/notebooks"]

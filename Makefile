@@ -21,7 +21,7 @@ SUBMISSIONS ?=
 GRADES ?= build/grades.csv
 GRADE_TIMEOUT ?= 600
 
-.PHONY: all figures test test-fast lab notebooks assignments grade clean venv
+.PHONY: all figures test test-fast lab notebooks assignments grade browser-deps clean venv
 
 all: test
 
@@ -44,7 +44,8 @@ figures: $(STAMP)
 ## to SSE4.2, two threads), so a test that holds only by one machine's rounding fails anywhere; then the course check
 ## (every assignment built; solutions full marks, blanks none, each wrong answer loses its question); then every notebook at
 ## smoke scale through nbval, then checks of the files they wrote; then the paper path: a miniature data root in the
-## real on-disk formats (python -m privkit rehearsal-root) and every notebook at the rehearsal scale on it.
+## real on-disk formats (python -m privkit rehearsal-root) and every notebook at the rehearsal scale on it; then every
+## notebook opened in JupyterLab by a headless Chromium, run to its interactive section (screenshots in build/browser).
 test: $(STAMP)
 	$(PY) -m pytest -q tests
 	ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 PRIVKIT_TEST_THREADS=2 \
@@ -54,23 +55,36 @@ test: $(STAMP)
 	rm -rf build/smoke
 	$(PY) -m privkit prepare --scale smoke --out build/smoke
 	@if ls build/smoke/notebooks/*.ipynb >/dev/null 2>&1; then \
-	  $(PY) -m pytest -q -p no:cacheprovider --nbval-lax --nbval-cell-timeout=900 build/smoke/notebooks && \
+	  PRIVKIT_STATIC_WIDGETS=1 $(PY) -m pytest -q -p no:cacheprovider --nbval-lax --nbval-cell-timeout=900 build/smoke/notebooks && \
 	  PRIVKIT_SMOKE_OUT=build/smoke $(PY) -m pytest -q tests/test_notebook_outputs.py; \
 	else echo "No paper notebook exists yet: nothing for nbval to run."; fi
 	rm -rf build/rehearsal build/rehearsal-root
 	$(PY) -m privkit rehearsal-root build/rehearsal-root
 	$(PY) -m privkit prepare --scale rehearsal --data-root build/rehearsal-root --out build/rehearsal
-	PRIVKIT_CACHE_DIR=$(CURDIR)/build/rehearsal-root/.privkit-cache \
+	PRIVKIT_CACHE_DIR=$(CURDIR)/build/rehearsal-root/.privkit-cache PRIVKIT_STATIC_WIDGETS=1 \
 	  $(PY) -m pytest -q -p no:cacheprovider --nbval-lax --nbval-cell-timeout=900 build/rehearsal/notebooks
 	PRIVKIT_SMOKE_OUT=build/rehearsal PRIVKIT_OUT_SCALE=rehearsal $(PY) -m pytest -q tests/test_notebook_outputs.py
+	$(MAKE) --no-print-directory browser-deps
+	$(PY) tests/browser/lab_check.py --out build/browser
+
+## Debian's Chromium and ChromeDriver for the browser check (installed as root, or through sudo; never downloaded by
+## a tool's own installer). Fails, saying so, when neither is possible.
+browser-deps:
+	@if [ -x "$${PRIVKIT_CHROMIUM:-/usr/bin/chromium}" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; else \
+	  echo "browser-deps: Chromium is missing and installing it needs root: apt-get install chromium chromium-driver" >&2; exit 1; fi; \
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
+	  chromium chromium-driver >/dev/null || { echo "browser-deps: apt-get could not install chromium" >&2; exit 1; }
 
 ## The fast subset for development (about a minute): unit tests not marked slow, no kernel re-run, no notebooks.
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" tests
 
-## JupyterLab with the jupytext notebooks (open notebooks/*.py as notebooks).
+## JupyterLab on notebooks/: the jupytext .py files open as notebooks (jupyter/labconfig), kernels talk over IPC
+## (jupyter/jupyter_server_config.json), and figures show inline (MPLBACKEND unset).
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab --notebook-dir=. notebooks
+	env -u MPLBACKEND JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter $(VENV)/bin/jupyter lab --notebook-dir=notebooks \
+	  $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
 ## Write .ipynb files next to the sources (course hand-outs; git-ignored).
 notebooks: $(STAMP)

@@ -140,6 +140,24 @@ eps_min = min(cfg.epsilons)
 c_main = cfg.clips[0]
 
 # %% [markdown]
+# ## Explore: ε, C, q and steps (interactive; privkit)
+# Move the target ε, the clipping norm C, the sampling rate q and the number of steps. For each neighbouring
+# relation the panel shows:
+# - the noise multiplier σ the accountant needs;
+# - the ε it then accounts;
+# - the noise standard deviation on the averaged gradient, σC/(qN), with N the private set's size.
+#
+# The initial state is this scale's main run. The substitution relation, which the feature methods use, needs
+# more noise at the same ε. Under the batch runner this cell prints its initial state instead.
+
+# %% tags=["explore"]
+from privkit.studies import explore as E
+
+E.panel(E.dppose_view, E.dppose_controls(epsilon=eps_max, clip_norm=c_main, sample_rate=cfg.batch_size / cfg.n_private,
+                                         steps=max(10, cfg.epochs * cfg.n_private // cfg.batch_size)),
+        delta=cfg.delta, n_private=cfg.n_private, accountant=cfg.accountant)
+
+# %% [markdown]
 # ## Data
 # Private training images, a held-out test set from the same private stream (images after the training
 # images; the same population of figures, new poses, backgrounds and views), and the public split.
@@ -436,6 +454,19 @@ with timer("fig4"):
     save_figure(fig, out_dir, "fig4_qualitative", pd.DataFrame(rows))
     plt.show()
     plt.close(fig)
+
+# %% [markdown]
+# ### Explore: every trained run's predictions (interactive; privkit)
+# Choose a trained run (method, ε, clipping norm, initialisation, seed) and a test image. The panel draws the
+# prediction that run's model made on that image, with the run's PCKh and guarantee. Under the batch runner
+# this cell prints its initial state instead.
+
+# %%
+from privkit.studies import explore as E
+
+by_label = {o.spec.label: o for o in outcomes}
+E.panel(E.dppose_runs_view, E.dppose_runs_controls(by_label, n_img), runs=by_label, keypoints=test.keypoints,
+        visible=test.visible, images=test_images)
 
 # %% [markdown]
 # ## Clipping norm and initialisation

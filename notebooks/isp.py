@@ -301,6 +301,19 @@ with timer("rank_sweep"):
     print(table5.to_string(index=False, float_format="{:.3f}".format))
 
 # %% [markdown]
+# ### Explore: TAR and utility against the rank (interactive; privkit)
+# Choose an encoder, a method and a rank r. The panel reads the rank sweep above (no refitting):
+# - the ridge attacker's TAR at the lowest resolvable FAR, with its interval;
+# - the utility retained, as % of raw.
+#
+# Under the batch runner this cell prints its initial state instead.
+
+# %% tags=["explore"]
+from privkit.studies import explore as E
+
+E.panel(E.isp_view, E.isp_controls(sweep), sweep=sweep, util_sum=util_sum, far=far_lo)
+
+# %% [markdown]
 # ## 5. Do identity subspaces transfer? (principal angles)
 # The paper reports principal-angle cosines > 0.99 between identity subspaces fitted on disjoint datasets. Here:
 # ISP fitted on the probe-fit identities (ISP-W), on the disjoint validation + test identities of the same set

@@ -79,6 +79,22 @@ print(f"scale={scale} seed={seed} device={dev}")
 print(cfg)
 
 # %% [markdown]
+# ## Explore: ε, δ and n (interactive; privkit)
+# Move ε, δ and the collection size n. Readouts:
+# - σ of the paper's calibration, σ = Δ√(2 ln(2/δ))/ε with Δ = 2 for a score vector, beside the smallest valid σ
+#   (analytic Gaussian);
+# - the δ that the paper's σ truly gives at that ε;
+# - how often noise flips a genuine score 0.1 above the threshold;
+# - the error of a naive and of a projected Gram release of n random unit vectors.
+#
+# Each update takes a second or so. Under the batch runner this cell prints its initial state instead.
+
+# %% tags=["explore"]
+from privkit.studies import explore as E
+
+E.panel(E.scoreshield_view, E.scoreshield_controls(epsilon=cfg.verification_epsilons[0], delta=cfg.verification_delta))
+
+# %% [markdown]
 # ## Embeddings
 # Face descriptors: dlib's ResNet face descriptor (the biometric reference, standing in for the
 # paper's IR101). dlib's descriptor space is not centred — different faces have cosine ≈ 0.87 on these

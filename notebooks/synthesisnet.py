@@ -254,6 +254,17 @@ with timer("fig1"):
     plt.close(fig)
 
 # %% [markdown]
+# ### Explore: published faces against ε (interactive; privkit)
+# Move ε. The trained model publishes the first test faces again, with the same noise seed at every ε, so only
+# the noise scale changes. Under the batch runner this cell prints its initial state instead.
+
+# %% tags=["explore"]
+from privkit.studies import explore as E
+
+faces_shown = test.images[show][: cfg.grid_columns].to(dev)
+E.panel(E.synthesisnet_view, E.synthesisnet_controls(cfg.epsilons), model=net, images=faces_shown, seed=seed)
+
+# %% [markdown]
 # ## Identity distance and re-identification vs ε (paper Fig. 3)
 # Identity distance = 1 − cos between a judge's embeddings of the original and of its published version (higher =
 # more private; CI: identity-cluster bootstrap). The real recognisers' descriptors are centred on the mean of

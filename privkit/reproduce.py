@@ -87,22 +87,29 @@ def _validate_common(scale: str, device: str, data_root: str | os.PathLike | Non
             raise PrivkitError(f"--data-root {data_root} is not a folder; {how}")
 
 
+#: Set for every batch run: the notebooks' interactive panels print their initial state instead of widgets
+#: (the same name as :data:`privkit.studies.explore.STATIC_ENV`; `make test` sets it for nbval too).
+STATIC_WIDGETS_ENV = "PRIVKIT_STATIC_WIDGETS"
+
+
 @contextlib.contextmanager
 def _scale_environment(scale: str, data_root: str | os.PathLike | None):
-    """A rehearsal keeps its embedding cache inside its own data root, so a real paper run never reuses embeddings
-    of rehearsal images (the cache is keyed by dataset name and size, not by content)."""
-    if scale != "rehearsal":
-        yield
-        return
-    old = os.environ.get("PRIVKIT_CACHE_DIR")
-    os.environ["PRIVKIT_CACHE_DIR"] = str(Path(data_root).resolve() / ".privkit-cache")
+    """The environment of a batch run: static interactive panels; and a rehearsal keeps its embedding cache inside
+    its own data root, so a real paper run never reuses embeddings of rehearsal images (the cache is keyed by
+    dataset name and size, not by content)."""
+    changes = {STATIC_WIDGETS_ENV: "1"}
+    if scale == "rehearsal":
+        changes["PRIVKIT_CACHE_DIR"] = str(Path(data_root).resolve() / ".privkit-cache")
+    old = {k: os.environ.get(k) for k in changes}
+    os.environ.update(changes)
     try:
         yield
     finally:
-        if old is None:
-            os.environ.pop("PRIVKIT_CACHE_DIR", None)
-        else:
-            os.environ["PRIVKIT_CACHE_DIR"] = old
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def run_paper(
