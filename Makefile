@@ -65,7 +65,7 @@ test: $(STAMP)
 	  $(PY) -m pytest -q -p no:cacheprovider --nbval-lax --nbval-cell-timeout=900 build/rehearsal/notebooks
 	PRIVKIT_SMOKE_OUT=build/rehearsal PRIVKIT_OUT_SCALE=rehearsal $(PY) -m pytest -q tests/test_notebook_outputs.py
 	$(MAKE) --no-print-directory browser-deps
-	$(PY) tests/browser/lab_check.py --out build/browser
+	$(PY) tests/browser/lab_check.py --out build/browser --student build/assignments-check/core/student
 
 ## Debian's Chromium and ChromeDriver for the browser check (installed as root, or through sudo; never downloaded by
 ## a tool's own installer). Fails, saying so, when neither is possible.

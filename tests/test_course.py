@@ -17,6 +17,8 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# otter imports traitlets code that passes types where traitlets now wants instances
+pytestmark = pytest.mark.filterwarnings("ignore:Traits should be given as instances:DeprecationWarning")
 
 
 def _load_course():

@@ -9,6 +9,8 @@
 4. checks that no cell errored or wrote to stderr, that a figure and the ipywidgets panel rendered, and that
    moving the panel's first control changes what the panel shows;
 5. saves a screenshot to `<out>/<paper>.png`.
+With ``--student DIR`` it also opens a built course assignment's blank student notebook, runs every cell and checks
+that nothing errors and that the otter checks render (`<out>/course-student.png`).
 
 It fails, saying why, when Chromium is missing: it never skips.
 """
@@ -92,6 +94,15 @@ def start_lab(work: Path, log: Path) -> tuple[subprocess.Popen, str, str]:
         except OSError:
             time.sleep(0.5)
     raise CheckFailed(f"JupyterLab did not answer on {base} within 60 s; see {log}")
+
+
+def _shutdown_kernels(base: str, token: str) -> None:
+    """Stop every kernel of the server (each notebook's kernel is done once its check is)."""
+    with urllib.request.urlopen(f"{base}/api/kernels?token={token}", timeout=10) as r:
+        kernels = json.load(r)
+    for kernel in kernels:
+        req = urllib.request.Request(f"{base}/api/kernels/{kernel['id']}?token={token}", method="DELETE")
+        urllib.request.urlopen(req, timeout=30).close()
 
 
 def _active_cell(status) -> int:
@@ -193,11 +204,50 @@ def check_notebook(page, base: str, token: str, paper: str, cells: tuple[int, in
             "controls": controls.count(), "control_moved_output": moved}
 
 
+def check_student_notebook(page, base: str, token: str, relpath: str, n_cells: int, out: Path) -> dict:
+    """A course assignment's blank student notebook: it opens, every cell runs, the otter checks render."""
+    page.goto(f"{base}/lab/tree/{relpath}?reset&token={token}")
+    panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)").last
+    panel.locator(".jp-Cell").first.wait_for(timeout=60_000)
+    page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(timeout=120_000)
+    panel.locator(".jp-Cell").first.locator(".jp-InputPrompt").click()
+    page.keyboard.press("Escape")
+    status = page.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"^Cell \d+/\d+$")).first
+    started = time.monotonic()
+    for target in range(2, n_cells + 1):
+        for _attempt in range(20):
+            page.keyboard.press("Shift+Enter")
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline and _active_cell(status) < target:
+                time.sleep(0.1)
+            if _active_cell(status) >= target:
+                break
+    page.keyboard.press("Control+Enter")  # the last cell (Shift+Enter would append an empty cell)
+    deadline = time.monotonic() + 240
+    time.sleep(1.0)
+    while panel.locator(".jp-InputPrompt", has_text="[*]").count() and time.monotonic() < deadline:
+        time.sleep(0.5)  # cells still queued or running
+    if panel.locator(".jp-InputPrompt", has_text="[*]").count():
+        raise CheckFailed(f"{relpath}: cells still running after 240 s")
+    errors = panel.locator(STDERR).all_inner_texts()
+    checks = panel.locator(".jp-OutputArea-output", has_text=re.compile(r"q\d+ results")).count()
+    page.screenshot(path=str(out / "course-student.png"))
+    if errors:
+        raise CheckFailed(f"{relpath}: {len(errors)} output(s) on stderr: " + " | ".join(e.strip()[:300] for e in errors))
+    if checks == 0:
+        raise CheckFailed(f"{relpath}: no grader.check output rendered")
+    return {"paper": relpath, "cells_run": n_cells, "seconds": round(time.monotonic() - started, 1),
+            "figures": 0, "controls": 0, "control_moved_output": False, "otter_checks": checks}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(ROOT / "build" / "browser"))
     parser.add_argument("--papers", nargs="*", default=list(PAPERS))
     parser.add_argument("--timeout", type=float, default=240, help="seconds per notebook to reach its panel")
+    parser.add_argument("--student", default=None,
+                        help="a built course assignment's student folder (e.g. build/assignments-check/core/student): "
+                             "its notebook is opened and run too")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -232,9 +282,31 @@ def main(argv: list[str] | None = None) -> int:
                     raise CheckFailed(f"{paper}: {str(exc).splitlines()[0]}") from None
                 finally:
                     page.close()
+                    _shutdown_kernels(base, token)
                 results.append(result)
                 print(f"ok {paper}: {result['cells_run']} cells in {result['seconds']} s, {result['figures']} "
                       f"figure(s), panel with {result['controls']} control(s) that update it; {out / (paper + '.png')}")
+            if args.student:
+                student = Path(args.student)
+                notebooks = sorted(student.glob("*.ipynb"))
+                if len(notebooks) != 1:
+                    raise CheckFailed(f"--student {student}: expected one student notebook, found {len(notebooks)}")
+                shutil.copytree(student, out / "work" / "course-student")
+                import nbformat
+
+                n_cells = len(nbformat.read(notebooks[0], as_version=4).cells)
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                try:
+                    result = check_student_notebook(page, base, token, f"course-student/{notebooks[0].name}",
+                                                    n_cells, out)
+                except PlaywrightError as exc:
+                    page.screenshot(path=str(out / "course-student-failed.png"))
+                    raise CheckFailed(f"student notebook: {str(exc).splitlines()[0]}") from None
+                finally:
+                    page.close()
+                results.append(result)
+                print(f"ok course student notebook {notebooks[0].name}: {n_cells} cells run, "
+                      f"{result['otter_checks']} grader.check outputs; {out / 'course-student.png'}")
             browser.close()
     except CheckFailed as exc:
         print(f"browser check FAILED: {exc}", file=sys.stderr)
