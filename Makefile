@@ -96,9 +96,9 @@ assignments: $(STAMP)
 	$(PY) course/course.py build --out build/assignments
 
 ## Grade a folder of submitted notebooks (make grade SUBMISSIONS=DIR): a CSV with one row per student and question.
+## Assignments whose build is missing or older than their source are built first.
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=DIR [GRADES=$(GRADES)] [GRADE_TIMEOUT=$(GRADE_TIMEOUT)]" >&2; exit 2; }
-	@test -d build/assignments || $(PY) course/course.py build --out build/assignments
 	$(PY) course/course.py grade "$(SUBMISSIONS)" --assignments build/assignments --out "$(GRADES)" --timeout $(GRADE_TIMEOUT)
 
 ## Remove build outputs, caches (face-embedding caches are biometric data) and the venv.

@@ -229,6 +229,25 @@ def build(name: str, out: Path) -> Built:
     return build_many([name], out)[0]
 
 
+def source_digest(name: str) -> str:
+    """SHA-256 of an assignment's source: a build records it, and grading rebuilds when it no longer matches."""
+    import hashlib
+
+    return hashlib.sha256((ASSIGNMENTS / f"{_check_name(name)}.py").read_bytes()).hexdigest()
+
+
+def ensure_built(out: Path, workers: int = 2) -> list[str]:
+    """Build every assignment whose build under ``out`` is missing or older than its source; returns their names."""
+    stale = []
+    for name in assignment_names():
+        stamp = Path(out) / name / "source.sha256"
+        if not stamp.exists() or stamp.read_text().strip() != source_digest(name):
+            stale.append(name)
+    if stale:
+        build_many(stale, out, workers)
+    return stale
+
+
 def build_many(names: list[str], out: Path, workers: int = 2) -> list[Built]:
     """Build several assignments, their ``otter assign`` runs side by side."""
     jobs = []
@@ -263,6 +282,7 @@ def _finish_build(name: str, job: OtterJob) -> Built:
     shutil.copytree(dist / "autograder" / "tests", root / "solution" / "tests")
     shutil.rmtree(job.cwd)
     job.log.unlink()
+    (root / "source.sha256").write_text(source_digest(name) + "\n")
     built = Built(name, root)
     _stable_ids(built)
     if not answer_cells(nbformat.read(built.student, as_version=4)):
@@ -554,6 +574,8 @@ def grade(folder: Path, built_root: Path, out_csv: Path, *, timeout_s: float = D
     """Grade every notebook under ``folder`` against the assignments built under ``built_root``."""
     if not Path(folder).is_dir():
         raise CourseError(f"SUBMISSIONS={folder} is not a folder of notebooks")
+    for name in ensure_built(Path(built_root), workers):
+        print(f"built {name} first: its build was missing or older than course/assignments/{name}.py")
     known = [n for n in assignment_names() if (Path(built_root) / n / "autograder").is_dir()]
     if not known:
         raise CourseError(f"no built assignment under {built_root}; run `make assignments` first")

@@ -138,6 +138,17 @@ def test_wrong_bundles_take_one_wrong_answer_per_question():
     assert seen == {(q, label) for q, answers in wrong.items() for label in answers}
 
 
+def test_grading_rebuilds_missing_or_stale_builds_only(tmp_path, monkeypatch):
+    rebuilt = []
+    monkeypatch.setattr(course, "build_many", lambda names, out, workers=2: rebuilt.extend(names))
+    (tmp_path / "core").mkdir()
+    (tmp_path / "core" / "source.sha256").write_text(course.source_digest("core") + "\n")
+    (tmp_path / "isp").mkdir()
+    (tmp_path / "isp" / "source.sha256").write_text("0" * 64)  # built from another version of the source
+    assert course.ensure_built(tmp_path) == [n for n in NAMES if n != "core"]
+    assert rebuilt == [n for n in NAMES if n != "core"]
+
+
 def test_unknown_assignment_is_a_clear_error():
     with pytest.raises(course.CourseError, match="unknown assignment 'nope'; allowed: core"):
         course.build("nope", ROOT / "build" / "never")
