@@ -110,6 +110,22 @@ def _active_cell(status) -> int:
     return int(match.group(1)) if match else 0
 
 
+def _shift_enter_to(page, last: int, label: str) -> None:
+    """Shift+Enter until the status bar's "Cell k/N" reads ``last``, each press checked (a key press can be lost
+    while the notebook re-renders): every cell from the selected one to ``last - 1`` is run."""
+    status = page.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"^Cell \d+/\d+$")).first
+    for target in range(_active_cell(status) + 1, last + 1):
+        for _attempt in range(20):
+            page.keyboard.press("Shift+Enter")
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline and _active_cell(status) < target:
+                time.sleep(0.1)
+            if _active_cell(status) >= target:
+                break
+        else:
+            raise CheckFailed(f"{label}: could not move to cell {target} with Shift+Enter")
+
+
 def _panel_text(page) -> str:
     return page.locator(".privkit-explore .jp-OutputArea").first.inner_text(timeout=5000)
 
@@ -127,20 +143,8 @@ def check_notebook(page, base: str, token: str, paper: str, cells: tuple[int, in
     page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(timeout=120_000)
     panel.locator(".jp-Cell").nth(first_code).locator(".jp-InputPrompt").click()
     page.keyboard.press("Escape")  # command mode: Shift+Enter runs the cell and selects the next one
-    # one Shift+Enter per cell, each checked against the status bar's "Cell k/N" (a key press can be lost while the
-    # notebook re-renders); the last one runs the explore cell
-    status = page.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"^Cell \d+/\d+$")).first
     started = time.monotonic()
-    for target in range(first_code + 2, explore_index + 3):  # status bar positions are 1-based
-        for _attempt in range(20):
-            page.keyboard.press("Shift+Enter")
-            deadline = time.monotonic() + 3
-            while time.monotonic() < deadline and _active_cell(status) < target:
-                time.sleep(0.1)
-            if _active_cell(status) >= target:
-                break
-        else:
-            raise CheckFailed(f"{paper}: could not move to cell {target} with Shift+Enter")
+    _shift_enter_to(page, explore_index + 2, paper)  # status bar positions are 1-based
     explore = panel.locator(".privkit-explore")
     rendered = ".privkit-explore .jp-OutputArea img, .privkit-explore .jp-OutputArea pre"
     while True:
@@ -212,16 +216,8 @@ def check_student_notebook(page, base: str, token: str, relpath: str, n_cells: i
     page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(timeout=120_000)
     panel.locator(".jp-Cell").first.locator(".jp-InputPrompt").click()
     page.keyboard.press("Escape")
-    status = page.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"^Cell \d+/\d+$")).first
     started = time.monotonic()
-    for target in range(2, n_cells + 1):
-        for _attempt in range(20):
-            page.keyboard.press("Shift+Enter")
-            deadline = time.monotonic() + 3
-            while time.monotonic() < deadline and _active_cell(status) < target:
-                time.sleep(0.1)
-            if _active_cell(status) >= target:
-                break
+    _shift_enter_to(page, n_cells, relpath)
     page.keyboard.press("Control+Enter")  # the last cell (Shift+Enter would append an empty cell)
     deadline = time.monotonic() + 240
     time.sleep(1.0)
