@@ -102,11 +102,13 @@ def test_readme_table_of_assignments_is_the_one_the_sources_give():
     assert course.summary_table() in readme, "README's assignment table is stale: paste `course/course.py table`"
 
 
-def test_sources_cite_nothing_outside_the_repository():
+def test_sources_cite_only_files_inside_the_repository():
+    """Readers get the repository only: no path that climbs out of it, and every docs/ page named exists."""
     for path in sorted((ROOT / "course").rglob("*.py")):
         text = path.read_text()
-        for bad in ("PAPERS.md", "DESIGN.md", "seeds/", "../shared"):
-            assert bad not in text, f"{path} cites {bad}"
+        assert "../" not in text, f"{path} names a path outside the repository"
+        for cited in re.findall(r"docs/[\w./-]+\.md", text):
+            assert (ROOT / cited).exists(), f"{path} cites {cited}, which is not in the repository"
 
 
 @pytest.mark.parametrize("source, expected", [

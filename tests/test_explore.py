@@ -91,3 +91,16 @@ def test_synthesisnet_view_publishes_with_the_models_guarantee(static, capsys):
     E.synthesisnet_view(0.5, model=Model(), images=torch.rand(3, 3, 8, 8))
     assert "ε = 0.5 per unit of latent distance: 3 between any two faces" in capsys.readouterr().out
     assert math.isclose(E.synthesisnet_controls((0.01, 1.0))["epsilon"].value, 0.1)
+
+
+def test_dppose_runs_view_rejects_an_unknown_run_or_image():
+    from privkit.errors import UnknownNameError
+
+    class Run:
+        predictions = torch.zeros(2, 16, 2)
+
+    runs = {"dpsgd warm eps=1": Run()}
+    with pytest.raises(UnknownNameError, match="run='nope' is not known"):
+        E.dppose_runs_view("nope", 0, runs=runs, keypoints=None, visible=None, images=None)
+    with pytest.raises(InvalidArgumentError, match=r"image must be in \[0, 1\]"):
+        E.dppose_runs_view("dpsgd warm eps=1", 5, runs=runs, keypoints=None, visible=None, images=None)

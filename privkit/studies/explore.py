@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, UnknownNameError
 
 #: Environment variable that asks :func:`panel` for static output (set by the runner and by ``make test``).
 STATIC_ENV = "PRIVKIT_STATIC_WIDGETS"
@@ -201,7 +201,11 @@ def dppose_runs_view(run: str, image: int, *, runs: Mapping[str, Any], keypoints
     """One trained run's prediction on one test image (``runs``: label -> RunOutcome), with its guarantee."""
     from .dppose import experiments as X
 
+    if run not in runs:
+        raise UnknownNameError("run", run, runs)
     o = runs[run]
+    if not 0 <= image < len(o.predictions):
+        raise InvalidArgumentError(f"image must be in [0, {len(o.predictions) - 1}] (a test image shown), got {image}")
     err = (o.predictions[image] - keypoints[image]).norm(dim=-1)[visible[image]]
     eps = "non-private" if o.noise_multiplier is None else f"ε = {o.guarantee.epsilon:.3g}, δ = {o.guarantee.delta:g}"
     print(f"{run}: PCKh@0.5 on the test set {o.pckh.mean:.1f} % ({eps}); on this image the mean joint error is "

@@ -105,6 +105,15 @@ def _shutdown_kernels(base: str, token: str) -> None:
         urllib.request.urlopen(req, timeout=30).close()
 
 
+def _fail_on_stderr(page, panel, out: Path, label: str) -> None:
+    """Fail, with a screenshot, if any output of the notebook went to stderr (an error or a warning)."""
+    errors = panel.locator(STDERR).all_inner_texts()
+    if errors:
+        page.screenshot(path=str(out / f"{Path(label).stem}-failed.png"))
+        raise CheckFailed(f"{label}: {len(errors)} cell output(s) on stderr (errors or warnings): "
+                          + " | ".join(e.strip()[:400] for e in errors))
+
+
 def _active_cell(status) -> int:
     match = re.match(r"Cell (\d+)/", status.inner_text(timeout=5000))
     return int(match.group(1)) if match else 0
@@ -147,24 +156,15 @@ def check_notebook(page, base: str, token: str, paper: str, cells: tuple[int, in
     _shift_enter_to(page, explore_index + 2, paper)  # status bar positions are 1-based
     explore = panel.locator(".privkit-explore")
     rendered = ".privkit-explore .jp-OutputArea img, .privkit-explore .jp-OutputArea pre"
-    while True:
-        errors = panel.locator(STDERR).all_inner_texts()
-        if errors or time.monotonic() - started > timeout_s:
+    while not panel.locator(rendered).count():
+        _fail_on_stderr(page, panel, out, paper)
+        if time.monotonic() - started > timeout_s:
             page.screenshot(path=str(out / f"{paper}-failed.png"))
-            why = (f"{len(errors)} cell output(s) on stderr (errors or warnings): "
-                   + " | ".join(e.strip()[:400] for e in errors)) if errors else \
-                f"the interactive panel did not render within {timeout_s:.0f} s"
-            raise CheckFailed(f"{paper}: {why}")
-        if panel.locator(rendered).count():
-            break
+            raise CheckFailed(f"{paper}: the interactive panel did not render within {timeout_s:.0f} s")
         time.sleep(1.0)
     page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(timeout=timeout_s * 1000)
     run_s = time.monotonic() - started
-    errors = panel.locator(STDERR).all_inner_texts()
-    if errors:
-        page.screenshot(path=str(out / f"{paper}-failed.png"))
-        raise CheckFailed(f"{paper}: {len(errors)} cell output(s) on stderr (errors or warnings): "
-                          + " | ".join(e.strip()[:300] for e in errors))
+    _fail_on_stderr(page, panel, out, paper)
     n_figures = panel.locator(".jp-RenderedImage img").count()
     if n_figures == 0:
         raise CheckFailed(f"{paper}: no figure rendered in the cells run")
@@ -225,11 +225,9 @@ def check_student_notebook(page, base: str, token: str, relpath: str, n_cells: i
         time.sleep(0.5)  # cells still queued or running
     if panel.locator(".jp-InputPrompt", has_text="[*]").count():
         raise CheckFailed(f"{relpath}: cells still running after 240 s")
-    errors = panel.locator(STDERR).all_inner_texts()
     checks = panel.locator(".jp-OutputArea-output", has_text=re.compile(r"q\d+ results")).count()
     page.screenshot(path=str(out / "course-student.png"))
-    if errors:
-        raise CheckFailed(f"{relpath}: {len(errors)} output(s) on stderr: " + " | ".join(e.strip()[:300] for e in errors))
+    _fail_on_stderr(page, panel, out, relpath)
     if checks == 0:
         raise CheckFailed(f"{relpath}: no grader.check output rendered")
     return {"paper": relpath, "cells_run": n_cells, "seconds": round(time.monotonic() - started, 1),
