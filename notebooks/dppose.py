@@ -68,7 +68,6 @@ out_dir = "figures/dppose"
 # %%
 import os
 import time
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -219,14 +218,7 @@ with timer("ablation"):
 # %%
 def make_model(s: int, *, pretrained: bool = False) -> torch.nn.Module:
     """A fresh network: the "scratch" start (random weights); warm runs load the pretraining over it."""
-    if cfg.backbone == "tiny_vit_5m":
-        weights = "random"
-        if pretrained:  # the paper's ImageNet TinyViT-5M, read from data_root (never downloaded)
-            weights = Path(data_root) / "weights" / "tiny_vit_5m" / "model.safetensors" if data_root else None
-        return build_pose_model(cfg.image_size, backbone="tiny_vit_5m", weights=weights, seed=s)
-    if frozen:
-        return build_pose_model(cfg.image_size, backbone="efficientnet_lite0", neck_width=cfg.width, seed=s)
-    return build_pose_model(cfg.image_size, width=cfg.width, seed=s)
+    return X.pose_model(cfg, s, pretrained=pretrained, data_root=data_root)
 
 
 psi = GaussianBlur.for_size(cfg.image_size)

@@ -61,10 +61,12 @@ import torch
 
 import privkit
 from privkit.config import PAPER_DATA_SCALES, SMALL_SCALES
-from privkit.studies import guards as G
+from privkit.encoders import load_encoder
 from privkit.scoreshield import release_scores, synthetic_score_families
+from privkit.studies import guards as G
 from privkit.studies.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
 from privkit.studies.scoreshield import claims as SC
+from privkit.studies.scoreshield import faces as F
 from privkit.studies.scoreshield import experiments as X
 from privkit.studies.scoreshield import plots as P
 from privkit.studies.scoreshield import tables as T
@@ -105,14 +107,14 @@ E.panel(E.scoreshield_view, E.scoreshield_controls(epsilon=cfg.verification_epsi
 # %%
 from privkit.data import load_faces
 from privkit.data.paper.lfw import load_lfw
-from privkit.encoders import load_encoder
-from privkit.studies.scoreshield import faces as F
 
 with timer("embeddings"):
     fr = load_encoder("dlib-resnet-fr", device="cpu")
-    lfw = None
+    lfw, paper_inputs = None, {}
     if scale in PAPER_DATA_SCALES:  # LFW's official View-2 protocol: pairs.txt, 10 folds of 300 + 300 pairs
-        print(G.plan_paper_run("scoreshield", cfg, data_root, device=device).text())  # check inputs, plan, probe
+        plan = G.plan_paper_run("scoreshield", cfg, data_root, device=device)  # check inputs, plan, probe
+        print(plan.text())
+        paper_inputs = plan.resources  # the IJB protocols and MovieLens, read once by the checks
         lfw = load_lfw(data_root, size=cfg.face_size)
         faces = lfw.faces
     else:
@@ -241,6 +243,11 @@ with timer("table1"):
 # %%
 from privkit.data.paper.ijb import load_ijb
 
+# paper path: the guard at the start read every IJB set (and checked each listed crop); reuse it, read once
+ijb_protocols = {set_name: paper_inputs.get(set_name) or load_ijb(data_root, name=set_name)
+                 for set_name in (cfg.ijb_sets if scale in PAPER_DATA_SCALES else ())}
+
+# %%
 with timer("table1b"):
     proto_rows, template_genuine = [], {}  # genuine template pairs per protocol (the claims' binomial intervals)
 
@@ -253,12 +260,7 @@ with timer("table1b"):
         proto_rows.append(res)
 
     for enc_name in cfg.face_encoders:
-        for set_name in (cfg.ijb_sets if scale in PAPER_DATA_SCALES else ()):
-            try:
-                ijb = load_ijb(data_root, name=set_name)
-            except privkit.errors.MissingResourceError as exc:
-                print(f"{set_name} skipped: {exc}")
-                continue
+        for set_name, ijb in ijb_protocols.items():
             ids_, feats_ = F.ijb_template_features(ijb, encoders[enc_name], name=set_name, size=cfg.face_size,
                                                    seed=seed)
             add_protocol(enc_name, set_name, ids_, feats_, ijb.pairs, ijb.same)  # IJB's own impostor pairs
@@ -489,7 +491,7 @@ from privkit.data.paper.movielens import load_movielens_100k
 
 with timer("fig5b"):
     if scale in PAPER_DATA_SCALES:
-        ml = load_movielens_100k(data_root)
+        ml = paper_inputs.get("MovieLens-100K") or load_movielens_100k(data_root)
         train_r, test_r = ml.train.double(), ml.test.double()
     else:
         train_r, test_r = X.synthetic_ratings(cfg.ratings_users, cfg.ratings_items, seed=seed)

@@ -77,7 +77,7 @@ from privkit.encoders import load_encoder
 from privkit.encoders.efficientnet_lite import load_efficientnet_lite0
 from privkit.encoders.human_faces import load_faceres_attributes
 from privkit.studies.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
-from privkit.synthesisnet import BASELINES, SynthesisNet, SynthesisNetConfig, aligned_faces, anonymize
+from privkit.synthesisnet import BASELINES, SynthesisNet, aligned_faces, anonymize
 from privkit.synthesisnet import features_for_fid, load_inception
 from privkit.studies.synthesisnet import claims as SC
 from privkit.studies.synthesisnet import experiments as X
@@ -143,9 +143,7 @@ with timer("data"):
 
 # %%
 with timer("training"):
-    net_cfg = SynthesisNetConfig(image_size=cfg.image_size, width=cfg.width, id_dim=cfg.id_dim, att_dim=cfg.att_dim,
-                                 lambda_id=cfg.lambda_id, noise_prob=cfg.noise_prob,
-                                 lambda_cls=cfg.lambda_cls)
+    net_cfg = X.net_config(cfg)
     net = SynthesisNet(net_cfg).fit(train, epochs_ae=cfg.epochs_ae, epochs_gan=cfg.epochs_gan,
                                     batch_size=cfg.batch_size, seed=seed, device=dev, progress=progress)
     net_noaux = SynthesisNet(net_cfg, auxiliary_classifier=False).fit(

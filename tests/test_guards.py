@@ -63,3 +63,68 @@ def test_bad_arguments(root, tmp_path):
         check_paper_inputs("isp", config.load("isp", "rehearsal"), tmp_path / "nowhere")
     with pytest.raises(InvalidArgumentError, match="probe_images"):
         plan_paper_run("isp", config.load("isp", "rehearsal"), root, probe_images=-1)
+
+
+@pytest.mark.parametrize("paper", ["dppose", "synthesisnet"])
+def test_training_probe_is_extrapolated_to_every_planned_run(root, paper):
+    import math
+
+    cfg = config.load(paper, "rehearsal")
+    plan = plan_paper_run(paper, cfg, root, probe_images=2)
+    assert plan.training_seconds > 0 and "estimated training time of every planned run" in plan.text()
+    assert plan.probe_peak_bytes is None  # CPU: not measured
+    probe = plan.training_probe
+    if paper == "synthesisnet":
+        n_train = cfg.n_train_identities * cfg.images_per_identity
+        expected = n_train * (cfg.epochs_ae / probe["autoencoder images/s"] + 2 * cfg.epochs_gan / probe["GAN images/s"])
+    else:
+        from privkit.studies.dppose.experiments import design_runs
+
+        runs = design_runs(cfg)
+        assert {f"{r.method} s/step" for r in runs} | {"nonprivate s/step"} == {k for k in probe if k.endswith("s/step")}
+        assert {k for k in probe if k.endswith("s/refresh")} == {"projected s/refresh", "feature_projective s/refresh"}
+        n = plan.counts["private records"]
+        expected = cfg.pretrain_epochs * round(cfg.n_public / min(cfg.batch_size, cfg.n_public)) * probe["nonprivate s/step"]
+        for r in runs:
+            steps = (cfg.nonprivate_epochs if r.method == "nonprivate" else cfg.epochs) * round(n / cfg.batch_size)
+            expected += steps * probe[f"{r.method} s/step"] + math.ceil(steps / cfg.refresh) * probe.get(
+                f"{r.method} s/refresh", 0.0)
+    assert plan.training_seconds == pytest.approx(expected)
+    off = plan_paper_run(paper, cfg, root, probe_images=2, probe_training=False)
+    assert not off.training_probe and off.training_seconds == 0 and "training probe" not in off.text()
+    with pytest.raises(InvalidArgumentError, match="probe_training"):
+        plan_paper_run(paper, cfg, root, probe_training="yes")
+
+
+def test_planned_steps_follow_the_trainer(root):
+    """The guard counts a run's steps with the trainer's own rule (epochs × round(n / batch))."""
+    from dataclasses import replace
+
+    from privkit.dppose import build_pose_model
+    from privkit.dppose.train import DPSpec, Schedule, make_private
+    from privkit.studies.guards import _random_poses, _run_steps
+
+    for n, bsz, epochs in ((16, 8, 1), (21, 8, 2), (10, 16, 3)):
+        cfg = replace(config.load("dppose", "rehearsal"), batch_size=bsz, epochs=epochs, nonprivate_epochs=epochs + 1)
+        data = _random_poses(n, 64, first_identity=0, seed=0)
+        for method, dp in (("dpsgd", DPSpec(noise_multiplier=1.0, delta=1e-5, clip=1.0)), ("nonprivate", None)):
+            sched = Schedule(epochs=epochs + (method == "nonprivate"), batch_size=min(bsz, n))
+            trainer = make_private(build_pose_model(64), data, method=method, dp=dp, schedule=sched, device="cpu")
+            assert _run_steps(cfg, method, n) == trainer.total
+
+
+def test_probe_seconds_times_steps_and_refreshes():
+    from privkit.dppose import build_pose_model
+    from privkit.dppose.train import DPSpec, PublicSpec, Schedule, make_private
+    from privkit.studies.guards import _random_poses
+
+    private = _random_poses(8, 64, first_identity=0, seed=0)
+    public = _random_poses(6, 64, first_identity=8, seed=1)
+    dp = DPSpec(noise_multiplier=1.0, delta=1e-5, clip=1.0)
+    for method, pub in (("dpsgd", None), ("projected", PublicSpec(public_set=public, k=3, refresh=5))):
+        trainer = make_private(build_pose_model(64), private, method=method, dp=dp, public=pub,
+                               schedule=Schedule(batch_size=4), device="cpu")
+        t = trainer.probe_seconds(steps=1)
+        assert t["step"] > 0 and (t["refresh"] > 0) == (method == "projected")
+    with pytest.raises(InvalidArgumentError, match="steps"):
+        trainer.probe_seconds(steps=0)

@@ -36,6 +36,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -718,6 +719,51 @@ class PrivateTrainer:
         if self.subspace is not None:
             entry["subspace_rank"] = self.subspace.rank
         return entry
+
+    # -- planning ------------------------------------------------------------------------------------------------
+    def probe_seconds(self, steps: int = 2) -> dict[str, float]:
+        """Time this method's optimisation step (and subspace refresh) for planning a long run.
+
+        Runs one untimed warm-up step, then ``steps`` timed steps (CUDA synchronised), on this trainer: its model
+        and optimiser advance, no guarantee is recorded and the trainer should not be used afterwards. Projected
+        methods also time one refresh of the public subspace (its ``n_public`` per-sample gradients and SVD),
+        which a run repeats every ``refresh`` steps.
+
+        Returns:
+            ``{"step": seconds per step, "refresh": seconds per subspace refresh (0 for other methods)}``.
+        """
+        steps = check_int("steps", steps, minimum=1)
+
+        def sync() -> None:
+            if self.dev.type == "cuda":
+                torch.cuda.synchronize(self.dev)
+
+        self.subspace, self.acc_steps, window = None, 0, _new_window()
+        perm = torch.randperm(self.n, generator=self.g_sample)
+        refresh = 0.0
+        if self.method in _PROJECTED:
+            sync()
+            t0 = time.perf_counter()
+            self._refresh_subspace()
+            sync()
+            refresh = time.perf_counter() - t0
+
+        def one() -> None:
+            self.opt.zero_grad(set_to_none=True)
+            if self.private:
+                self._private_step(1, window)  # step 1: no refresh unless the run refreshes at every step
+            else:
+                self._nonprivate_step(perm, 0, window)
+            self.opt.step()
+
+        one()
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            one()
+        sync()
+        self.opt.zero_grad(set_to_none=True)
+        return {"step": (time.perf_counter() - t0) / steps, "refresh": refresh}
 
     # -- the loop ----------------------------------------------------------------------------------------------
     def run(self, *, progress: bool = False) -> TrainResult:

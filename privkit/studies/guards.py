@@ -9,12 +9,19 @@
 2. **Plan.** It counts what the preset will read (images, pairs, training steps) and estimates the memory that the
    decoded images take.
 3. **Probe.** It times the decoding of a few CelebA images (ISP, SynthesisNet) and one small batch through each
-   encoder the notebook embeds with (ISP, ScoreShield), and extrapolates to the planned images. Training time is not
-   extrapolated (it depends on the device, the model and the DP machinery); the plan gives the epochs instead.
+   encoder the notebook embeds with (ISP, ScoreShield), and extrapolates to the planned images.
+4. **Training probe** (DP pose, SynthesisNet). DP pose: for every training method of the preset's design it builds
+   the preset's network and times optimisation steps at the preset's batch size (per-sample gradients, clipping,
+   noise, the public view and the subspace refresh included) on random inputs of the planned size, then sums
+   steps × seconds over every planned run and the public pretraining. SynthesisNet: it trains the preset's networks
+   for one autoencoder and one GAN epoch on a few CelebA images and extrapolates the images/s to the planned epochs.
+   On CUDA the probe's peak memory is reported. The estimate leaves out evaluation, feature caching and the
+   ablations; it is an order of magnitude for deciding whether to start, not a promise.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,6 +49,12 @@ class RunPlan:
         memory_bytes: the decoded images held in memory (float32).
         probe: seconds per image of each probed stage (``"decode"``, ``"embed <encoder>"``).
         estimate_seconds: the probed stages extrapolated to the planned images (training not included).
+        training_probe: what the training probe measured, by name (seconds per step of each DP pose method and per
+            subspace refresh; images/s of SynthesisNet's two phases); empty if not probed.
+        training_seconds: the training probe extrapolated to every planned run (0 if not probed).
+        probe_peak_bytes: peak CUDA memory during the training probe (None on CPU, where it is not measured).
+        resources: what the input checks had to load whole, by name, for the notebook to reuse instead of reading it
+            again (ScoreShield: each IJB protocol, every crop checked, and ``"MovieLens-100K"``).
     """
 
     paper: str
@@ -51,6 +64,10 @@ class RunPlan:
     memory_bytes: int = 0
     probe: dict[str, float] = field(default_factory=dict)
     estimate_seconds: float = 0.0
+    training_probe: dict[str, float] = field(default_factory=dict)
+    training_seconds: float = 0.0
+    probe_peak_bytes: int | None = None
+    resources: dict[str, Any] = field(default_factory=dict)
 
     def text(self) -> str:
         lines = [f"Paper-scale run of {self.paper} on {self.device}; inputs found:"]
@@ -61,8 +78,27 @@ class RunPlan:
             lines.append("probe (s per image): " + ", ".join(f"{k} {v:.4f}" for k, v in self.probe.items()))
             stages = " + ".join(self.probe)
             lines.append(f"estimated time of the probed stages ({stages}) for the planned images: about "
-                         f"{self.estimate_seconds / 60:.1f} min (stages not probed, and training, are not included)")
+                         f"{self.estimate_seconds / 60:.1f} min (stages not probed are not included"
+                         + ("; training: below)" if self.training_probe else ", nor is training)"))
+        if self.training_probe:
+            lines.append("training probe: " + ", ".join(f"{k} {v:.3g}" for k, v in self.training_probe.items()))
+            lines.append(f"estimated training time of every planned run on {self.device}: about "
+                         f"{_duration(self.training_seconds)} (evaluation, feature caching and ablations not included)")
+            if self.probe_peak_bytes is not None:
+                lines.append(f"peak {self.device} memory of the training probe: "
+                             f"{self.probe_peak_bytes / 2**30:.2f} GiB")
         return "\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    """``"45 s"``, ``"12 min"``, ``"3.4 h"`` or ``"2.1 days"``."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
 
 
 def _weights_for(encoders: list[str], data_root: Path) -> list[tuple[str, Callable[[], Any]]]:
@@ -114,8 +150,9 @@ def _mpii(data_root: Path) -> Path:
                                how_to_get=_HOW_MPII)
 
 
-def _checks(paper: str, cfg: Any, data_root: Path) -> list[tuple[str, Callable[[], Any]]]:
-    """``(what, check)`` of every input of ``paper``'s paper branch; a check returns what it found or raises."""
+def _checks(paper: str, cfg: Any, data_root: Path, resources: dict[str, Any]) -> list[tuple[str, Callable[[], Any]]]:
+    """``(what, check)`` of every input of ``paper``'s paper branch; a check returns what it found or raises, and
+    puts what it loaded whole into ``resources``."""
     from privkit.data.paper.celeba import read_celeba_index
 
     def celeba():
@@ -131,11 +168,11 @@ def _checks(paper: str, cfg: Any, data_root: Path) -> list[tuple[str, Callable[[
         from privkit.data.paper.movielens import load_movielens_100k
 
         def ijb(name: str) -> str:
-            load_ijb(data_root, name=name)  # reads the meta files and checks every listed crop
+            resources[name] = load_ijb(data_root, name=name)  # reads the meta files and checks every listed crop
             return str(data_root / name)
 
         def movielens() -> str:
-            load_movielens_100k(data_root)
+            resources["MovieLens-100K"] = load_movielens_100k(data_root)
             return str(data_root / "ml-100k")
 
         return [("LFW pairs", lambda: _lfw_pairs(data_root)),
@@ -149,8 +186,11 @@ def _checks(paper: str, cfg: Any, data_root: Path) -> list[tuple[str, Callable[[
     raise InvalidArgumentError(f"paper must be one of {PAPERS_WITH_PAPER_DATA}, got {paper!r}")
 
 
-def check_paper_inputs(paper: str, cfg: Any, data_root: str | Path) -> list[tuple[str, str]]:
+def check_paper_inputs(paper: str, cfg: Any, data_root: str | Path, *,
+                       resources: dict[str, Any] | None = None) -> list[tuple[str, str]]:
     """``(what, where)`` of every dataset part and weight file ``paper``'s paper branch reads.
+
+    ``resources``, if given, receives what the checks loaded whole (:attr:`RunPlan.resources`).
 
     Raises:
         MissingResourceError: one or more inputs are missing or malformed; the message lists every one of them, each
@@ -162,7 +202,7 @@ def check_paper_inputs(paper: str, cfg: Any, data_root: str | Path) -> list[tupl
         raise MissingResourceError("the paper-scale data root", expected_at=str(root),
                                    how_to_get="Pass --data-root DIR (see the README's 'Paper scale' section).")
     found, problems = [], []
-    for what, check in _checks(paper, cfg, root):
+    for what, check in _checks(paper, cfg, root, {} if resources is None else resources):
         try:
             found.append((what, str(check())))
         except PrivkitError as err:
@@ -186,28 +226,42 @@ def _planned_counts(paper: str, cfg: Any, root: Path) -> tuple[dict[str, int], i
         n = len({img for pair in pairs for img in (pair.a, pair.b)})
         return {"LFW images": n, "encoders": len(cfg.face_encoders), "IJB sets": len(cfg.ijb_sets)}, n, cfg.face_size
     if paper == "dppose":
-        return {"public images": cfg.n_public, "epochs": cfg.epochs, "seeds": cfg.seeds}, cfg.n_public, cfg.image_size
+        from privkit.studies.dppose.experiments import design_runs
+
+        n = _mpii_training_records(cfg, root)
+        runs = design_runs(cfg)
+        steps = sum(_run_steps(cfg, r.method, n) for r in runs)
+        return ({"private records": n, "public images": cfg.n_public, "runs": len(runs), "private steps": steps,
+                 "epochs": cfg.epochs, "seeds": cfg.seeds}, n + cfg.n_public, cfg.image_size)
     n = (cfg.n_train_identities + cfg.n_test_identities) * cfg.images_per_identity
     return {"images": n, "autoencoder epochs": cfg.epochs_ae, "GAN epochs": cfg.epochs_gan}, n, cfg.image_size
 
 
 def plan_paper_run(paper: str, cfg: Any, data_root: str | Path, *, device: str | torch.device = "cpu",
-                   probe_images: int = 4, encoders: dict[str, Any] | None = None) -> RunPlan:
+                   probe_images: int = 4, encoders: dict[str, Any] | None = None,
+                   probe_training: bool = True) -> RunPlan:
     """Check the inputs (:func:`check_paper_inputs`), count the planned work and time a short probe.
 
     Args:
         paper: ``"isp"``, ``"dppose"``, ``"scoreshield"`` or ``"synthesisnet"``.
         cfg: the notebook's preset (``privkit.config.load(paper, scale)``).
         data_root: the paper-scale data root.
-        device: where the run computes.
-        probe_images: images decoded and embedded by each encoder for the timing probe; 0 skips the probe.
+        device: where the run computes (``"auto"``: CUDA when present, else the CPU).
+        probe_images: images decoded and embedded by each encoder for the timing probe; 0 skips every probe.
         encoders: already loaded encoders by name (the others the notebook uses are loaded here for the probe).
+        probe_training: also time training steps (DP pose, SynthesisNet; module docstring) and extrapolate them.
 
     Raises:
         MissingResourceError: inputs are missing (all of them are listed).
     """
     probe_images = check_int("probe_images", probe_images, minimum=0)
-    plan = RunPlan(paper=paper, device=str(device), inputs=check_paper_inputs(paper, cfg, data_root))
+    if not isinstance(probe_training, bool):
+        raise InvalidArgumentError(f"probe_training must be a bool, got {probe_training!r}")
+    from privkit.device import resolve_device
+
+    device = resolve_device(device)  # "auto" -> cuda if present, else cpu
+    plan = RunPlan(paper=paper, device=str(device))
+    plan.inputs = check_paper_inputs(paper, cfg, data_root, resources=plan.resources)
     plan.counts, n_images, side = _planned_counts(paper, cfg, Path(data_root).expanduser())
     plan.memory_bytes = n_images * 3 * side * side * 4
     if not probe_images:
@@ -232,4 +286,97 @@ def plan_paper_run(paper: str, cfg: Any, data_root: str | Path, *, device: str |
         enc.embed(x)
         plan.probe[f"embed {name}"] = (time.perf_counter() - t0) / probe_images
     plan.estimate_seconds = sum(plan.probe.values()) * n_images
+    if probe_training and paper in ("dppose", "synthesisnet"):
+        dev = device
+        if dev.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(dev)
+        if paper == "dppose":
+            plan.training_probe, plan.training_seconds = _probe_dppose(cfg, plan.counts["private records"], dev)
+        else:
+            plan.training_probe, plan.training_seconds = _probe_synthesisnet(cfg, Path(data_root).expanduser(), dev)
+        if dev.type == "cuda":
+            plan.probe_peak_bytes = int(torch.cuda.max_memory_allocated(dev))
     return plan
+
+
+# ---------------------------------------------------------------------------------------------- training probes
+def _mpii_training_records(cfg: Any, root: Path) -> int:
+    """Private training records the DP pose notebook reads: ``cfg.n_private``, or every MPII training entry up to
+    the notebook's cap of 40,000."""
+    if cfg.n_private:
+        return int(cfg.n_private)
+    from privkit.data.paper.mpii import _mpii_entries
+
+    return min(len(_mpii_entries(_mpii(root))), 40_000)
+
+
+def _run_steps(cfg: Any, method: str, n: int) -> int:
+    """Optimiser steps of one run (the trainer's rule: epochs × round(n / batch size))."""
+    epochs = cfg.nonprivate_epochs if method == "nonprivate" and cfg.nonprivate_epochs else cfg.epochs
+    return int(epochs) * max(1, round(n / min(cfg.batch_size, n)))
+
+
+def _random_poses(n: int, size: int, *, first_identity: int, seed: int) -> Any:
+    """Random images and keypoints of the planned size (the content does not change a step's cost)."""
+    from privkit.data.types import PoseSet
+
+    g = torch.Generator().manual_seed(seed)
+    head = torch.tensor([0.4, 0.1, 0.6, 0.3]) * size
+    return PoseSet(images=torch.rand(n, 3, size, size, generator=g),
+                   keypoints=(0.2 + 0.6 * torch.rand(n, 16, 2, generator=g)) * size,
+                   visible=torch.ones(n, 16, dtype=torch.bool), head_box=head.repeat(n, 1),
+                   identity=torch.arange(first_identity, first_identity + n), name="probe")
+
+
+def _probe_dppose(cfg: Any, n_private: int, device: torch.device) -> tuple[dict[str, float], float]:
+    """Seconds per step (and per subspace refresh) of every method the design trains, and their sum over the
+    planned runs and the public pretraining."""
+    from privkit.dppose.train import DPSpec, PublicSpec, Schedule, make_private
+    from privkit.studies.dppose.experiments import design_runs, pose_model
+
+    runs = design_runs(cfg)
+    bsz = min(cfg.batch_size, n_private)
+    m = max(min(cfg.n_public_grads, cfg.n_public), cfg.k)
+    private = _random_poses(bsz, cfg.image_size, first_identity=0, seed=0)
+    public = _random_poses(m, cfg.image_size, first_identity=bsz, seed=1)
+    measured: dict[str, float] = {}
+    per_method: dict[str, dict[str, float]] = {}
+    for method in dict.fromkeys(["nonprivate", *(r.method for r in runs)]):
+        dp = None if method == "nonprivate" else DPSpec(noise_multiplier=1.0, delta=cfg.delta, clip=cfg.clips[0])
+        pub = (PublicSpec(public_set=public, k=min(cfg.k, m), n_public=m, refresh=cfg.refresh)
+               if method in ("projected", "feature_projective") else None)
+        trainer = make_private(pose_model(cfg, 0), private, method=method, dp=dp, public=pub,
+                               schedule=Schedule(epochs=1, batch_size=bsz, lr=cfg.lr), device=device)
+        per_method[method] = trainer.probe_seconds()
+        measured[f"{method} s/step"] = per_method[method]["step"]
+        if per_method[method]["refresh"]:
+            measured[f"{method} s/refresh"] = per_method[method]["refresh"]
+    total = 0.0
+    for r in runs:
+        steps = _run_steps(cfg, r.method, n_private)
+        t = per_method[r.method]
+        total += steps * t["step"] + math.ceil(steps / cfg.refresh) * t["refresh"]
+    n_pub = max(1, round(cfg.n_public / min(cfg.batch_size, cfg.n_public)))
+    total += cfg.pretrain_epochs * n_pub * per_method["nonprivate"]["step"]
+    return measured, total
+
+
+def _probe_synthesisnet(cfg: Any, root: Path, device: torch.device) -> tuple[dict[str, float], float]:
+    """Images/s of one autoencoder and one GAN epoch of the preset's networks on a few CelebA images, extrapolated
+    to the planned epochs (the method and the no-auxiliary-classifier ablation's GAN)."""
+    from dataclasses import replace
+
+    from privkit.data.paper.celeba import load_celeba, read_celeba_index
+    from privkit.studies.synthesisnet.experiments import net_config
+    from privkit.synthesisnet import SynthesisNet
+
+    n = min(2 * cfg.batch_size, len(read_celeba_index(root).filenames))
+    faces = load_celeba(root, indices=list(range(n)), size=cfg.image_size)
+    faces = replace(faces, identity=torch.arange(n) % max(2, n // 2))  # identities do not change a step's cost
+    net = SynthesisNet(net_config(cfg)).fit(faces, epochs_ae=1, epochs_gan=1, batch_size=min(cfg.batch_size, n),
+                                            device=device)
+    tp = net.history["throughput"]
+    ae, gan = float(tp["ae_images_per_s"]), float(tp["gan_images_per_s"])
+    n_train = cfg.n_train_identities * cfg.images_per_identity
+    total = n_train * (cfg.epochs_ae / ae + 2 * cfg.epochs_gan / gan)
+    return {"autoencoder images/s": ae, "GAN images/s": gan}, total

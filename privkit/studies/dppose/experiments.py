@@ -21,6 +21,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -33,6 +34,7 @@ from privkit.errors import InsufficientDataError, InvalidArgumentError
 from privkit.privacy.guarantee import PrivacyGuarantee
 from privkit.dppose.features import CachedFeatures
 from privkit.dppose.metrics import PCKhResult
+from privkit.dppose.model import build_pose_model
 from privkit.dppose.train import METHODS, DPSpec, PublicSpec, Schedule, evaluate_pckh, train
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "MPII_SKELETON",
     "RunSpec",
     "RunOutcome",
+    "pose_model",
     "design_runs",
     "run_design",
     "DesignData",
@@ -94,6 +97,25 @@ MPII_SKELETON: tuple[tuple[int, int], ...] = (
 _PRIVATE = tuple(m for m in METHODS if m != "nonprivate")
 _PROJECTED = ("projected", "feature_projective")
 _INITS = ("warm", "scratch")
+
+
+# ---------------------------------------------------------------------------------------------- the network
+def pose_model(cfg: Any, seed: int, *, pretrained: bool = False, data_root: str | Path | None = None) -> nn.Module:
+    """A fresh pose network of the preset ``cfg`` (its ``backbone``, ``image_size`` and ``width``).
+
+    ``"efficientnet_lite0"``: the frozen ImageNet pyramid (installed weights) with a neck of width ``cfg.width``;
+    ``"tiny_vit_5m"``: the paper's backbone, random unless ``pretrained`` (then its ImageNet weights from
+    ``data_root/weights/tiny_vit_5m/model.safetensors``, never downloaded); ``"convnet"``: privkit's conv net.
+    A fresh network is the "scratch" start; warm runs load the public-data pretraining over it.
+    """
+    if cfg.backbone == "tiny_vit_5m":
+        weights: str | Path | None = "random"
+        if pretrained:
+            weights = Path(data_root) / "weights" / "tiny_vit_5m" / "model.safetensors" if data_root else None
+        return build_pose_model(cfg.image_size, backbone="tiny_vit_5m", weights=weights, seed=seed)
+    if cfg.backbone == "efficientnet_lite0":
+        return build_pose_model(cfg.image_size, backbone="efficientnet_lite0", neck_width=cfg.width, seed=seed)
+    return build_pose_model(cfg.image_size, width=cfg.width, seed=seed)
 
 
 # ---------------------------------------------------------------------------------------------- design

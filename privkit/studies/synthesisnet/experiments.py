@@ -47,9 +47,10 @@ from privkit.data.types import FaceSet
 from privkit.metrics import resolvable_far as metrics_resolvable_far
 from privkit.errors import InsufficientDataError, InvalidArgumentError, ShapeError
 from privkit.synthesisnet.metrics import identity_distance_from_embeddings, reidentification_from_embeddings
-from privkit.synthesisnet.pipeline import NOISE_MODES, SynthesisNet
+from privkit.synthesisnet.pipeline import NOISE_MODES, SynthesisNet, SynthesisNetConfig
 
 __all__ = [
+    "net_config",
     "split_identities",
     "first_per_identity",
     "with_noise",
@@ -67,6 +68,13 @@ __all__ = [
     "efficientnet_outputs",
     "paired_distance_change",
 ]
+
+
+def net_config(cfg: Any) -> SynthesisNetConfig:
+    """The :class:`~privkit.synthesisnet.pipeline.SynthesisNetConfig` of a scale preset (its image size, width,
+    latent sizes and loss weights; every other setting at the library's default)."""
+    return SynthesisNetConfig(image_size=cfg.image_size, width=cfg.width, id_dim=cfg.id_dim, att_dim=cfg.att_dim,
+                              lambda_id=cfg.lambda_id, noise_prob=cfg.noise_prob, lambda_cls=cfg.lambda_cls)
 
 
 def split_identities(faces: FaceSet, *, n_train: int, n_test: int, seed: int = 0) -> tuple[FaceSet, FaceSet]:
