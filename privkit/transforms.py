@@ -1,4 +1,4 @@
-"""Image transforms shared by every paper: one Gaussian blur and one resize.
+"""Image transforms shared by every paper: one Gaussian blur, one resize and one square face frame.
 
 Images are ``(N, C, H, W)`` floating-point tensors; both transforms keep dtype and device.
 
@@ -9,6 +9,10 @@ Images are ``(N, C, H, W)`` floating-point tensors; both transforms keep dtype a
   caps ``r`` there instead of raising.
 * :func:`resize` — bilinear resampling to a given size (``align_corners=False``), antialiased (a wider filter when
   shrinking, so a reduction does not alias).
+* :func:`square_frames` — the square crop around each face box that every face crop in privkit takes: centred on
+  the box, side = the box's longer side × (1 + 2·margin). How the square is then sampled is the caller's (each model
+  keeps the resampling it was trained with: integer crop and bilinear resize for the npm face models, area
+  interpolation for MTCNN's ONet, differentiable bilinear sampling for the inversion attacks and SynthesisNet).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import torch.nn.functional as F
 from ._validate import check_choice, check_int, check_nonnegative
 from .errors import InvalidArgumentError, ShapeError
 
-__all__ = ["BLUR_PADDINGS", "gaussian_blur", "resize"]
+__all__ = ["BLUR_PADDINGS", "gaussian_blur", "resize", "square_frames"]
 
 #: Border modes of :func:`gaussian_blur`.
 BLUR_PADDINGS: tuple[str, ...] = ("reflect", "replicate")
@@ -114,3 +118,21 @@ def resize(images: torch.Tensor, size: int | Sequence[int], *, name: str = "imag
     if len(hw) != 2:
         raise InvalidArgumentError(f"size must be an int or a pair (h, w), got {size!r}")
     return F.interpolate(images, size=hw, mode="bilinear", align_corners=False, antialias=True)
+
+
+def square_frames(boxes: torch.Tensor, margin: float = 0.0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Centre ``x``, centre ``y`` and side of the square around each ``(N, 4)`` xyxy box (module docstring), each
+    ``(N,)`` in the boxes' dtype: side = longer box side × (1 + 2·``margin``).
+
+    Raises:
+        ShapeError: ``boxes`` is not an ``(N, 4)`` tensor.
+        InvalidArgumentError: negative ``margin``.
+    """
+    if not isinstance(boxes, torch.Tensor) or boxes.ndim != 2 or boxes.shape[1] != 4:
+        got = tuple(boxes.shape) if isinstance(boxes, torch.Tensor) else type(boxes).__name__
+        raise ShapeError(f"boxes must be an (N, 4) xyxy tensor, got {got}")
+    margin = check_nonnegative("margin", margin)
+    cx = (boxes[:, 0] + boxes[:, 2]) / 2
+    cy = (boxes[:, 1] + boxes[:, 3]) / 2
+    side = torch.maximum(boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]) * (1 + 2 * margin)
+    return cx, cy, side

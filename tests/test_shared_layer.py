@@ -19,7 +19,7 @@ from privkit.metrics import (
     tar_at_far,
     wilson_interval,
 )
-from privkit.transforms import gaussian_blur, resize
+from privkit.transforms import gaussian_blur, resize, square_frames
 
 
 # -- the one resolvable-FAR rule ----------------------------------------------------------------------------------
@@ -106,3 +106,31 @@ def test_resize_is_antialiased_bilinear():
         resize(x, 0)
     with pytest.raises(ShapeError):
         resize(x.long(), 10)
+
+
+def test_square_frames_centre_the_longer_side_with_margin():
+    boxes = torch.tensor([[2.0, 3.0, 6.0, 11.0], [0.0, 0.0, 10.0, 4.0]], dtype=torch.float64)
+    cx, cy, side = square_frames(boxes, 0.25)
+    assert cx.tolist() == [4.0, 5.0] and cy.tolist() == [7.0, 2.0] and side.tolist() == [12.0, 15.0]
+    assert cx.dtype == torch.float64
+    assert square_frames(boxes)[2].tolist() == [8.0, 10.0]  # no margin: the longer side itself
+    with pytest.raises(ShapeError, match="boxes"):
+        square_frames(torch.zeros(3, 3))
+    with pytest.raises(InvalidArgumentError, match="margin"):
+        square_frames(boxes, -0.1)
+
+
+def test_every_face_crop_uses_the_shared_square_frame():
+    """The four face crops (npm face models, MTCNN's ONet, the inversion attacks, SynthesisNet's alignment) place the
+    same square around a box: each one's crop of a box whose square is exactly the image equals the whole image."""
+    from privkit.encoders.human_faces import square_face_crops
+    from privkit.encoders.mtcnn_onet import square_crops
+    from privkit.isp.inversion import face_crops
+    from privkit.synthesisnet.data import square_crop_boxes
+
+    img = torch.rand(1, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+    box = torch.tensor([[2.0, 2.0, 6.0, 6.0]])  # margin 0.5: the square is the whole 8 x 8 image
+    assert torch.equal(square_face_crops(img, box, size=8, margin=0.5), img)
+    assert torch.allclose(face_crops(img, box, size=8, margin=0.5)[0], img, atol=1e-6)
+    assert square_crop_boxes(box, margin=0.5).tolist() == [[0.0, 0.0, 8.0, 8.0]]
+    assert torch.allclose(square_crops(img, torch.tensor([[0.0, 0.0, 8.0, 8.0]]), 8), img)

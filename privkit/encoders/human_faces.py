@@ -38,7 +38,7 @@ from torch.nn import functional as F
 
 from .._validate import check_choice, check_int, check_nonnegative, check_tensor
 from ..errors import InvalidArgumentError, ShapeError
-from ..transforms import resize
+from ..transforms import resize, square_frames
 from .base import Encoder
 from .dlib_fr import check_boxes
 from .human_models import find_model
@@ -120,13 +120,12 @@ def square_face_crops(
     if boxes is None:
         boxes = images.new_tensor([[0.0, 0.0, float(w), float(h)]]).expand(b, 4)
         margin = 0.0
-    boxes = boxes.detach().to("cpu", torch.float64)
+    centre_x, centre_y, sides = (t.tolist() for t in square_frames(boxes.detach().to("cpu", torch.float64), margin))
     crops = []
     for i in range(b):
-        x0, y0, x1, y1 = boxes[i].tolist()
-        side = max(1, round(max(x1 - x0, y1 - y0) * (1.0 + 2.0 * margin)))
-        left = round((x0 + x1) / 2.0 - side / 2.0)
-        top = round((y0 + y1) / 2.0 - side / 2.0)
+        side = max(1, round(sides[i]))
+        left = round(centre_x[i] - side / 2.0)
+        top = round(centre_y[i] - side / 2.0)
         xa, xb = max(left, 0), min(left + side, w)
         ya, yb = max(top, 0), min(top + side, h)
         if xb <= xa or yb <= ya:  # the square lies entirely outside the image

@@ -28,6 +28,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..errors import MissingResourceError
+from ..transforms import square_frames
 from .base import Encoder
 from .dlib_fr import check_boxes
 
@@ -90,9 +91,7 @@ def square_crops(images: torch.Tensor, boxes: torch.Tensor | None, size: int) ->
     if boxes is None:
         return F.interpolate(images, size=(size, size), mode="area")
     _, _, h, w = images.shape
-    side = torch.maximum(boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1])
-    cx = (boxes[:, 0] + boxes[:, 2]) / 2
-    cy = (boxes[:, 1] + boxes[:, 3]) / 2
+    cx, cy, side = square_frames(boxes)
     x0 = (cx - side / 2).floor().clamp(0, w - 1).long().tolist()
     y0 = (cy - side / 2).floor().clamp(0, h - 1).long().tolist()
     x1 = (cx + side / 2).ceil().clamp(1, w).long().tolist()

@@ -37,6 +37,7 @@ from .._validate import check_int, check_nonnegative, check_positive, check_prob
 from ..errors import InsufficientDataError, InvalidArgumentError, ShapeError
 from ..metrics import DEFAULT_MIN_FALSE_ACCEPTS, wilson_interval
 from ..encoders.base import embed_images
+from ..transforms import square_frames
 from .attribution import EncoderLike, _check_images
 from .verification import VerificationPairs, pair_threshold
 
@@ -133,14 +134,6 @@ def _check_boxes(boxes: torch.Tensor, n: int, name: str = "boxes") -> torch.Tens
     return b
 
 
-def _square_frames(boxes: torch.Tensor, margin: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Centre (x, y) and side of the square crop around each box: side = longer box side · (1 + 2·margin)."""
-    cx = (boxes[:, 0] + boxes[:, 2]) / 2
-    cy = (boxes[:, 1] + boxes[:, 3]) / 2
-    side = torch.maximum(boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]) * (1 + 2 * margin)
-    return cx, cy, side
-
-
 def face_crops(
     images: torch.Tensor,
     boxes: torch.Tensor,
@@ -168,7 +161,7 @@ def face_crops(
     size = check_int("size", size, minimum=4)
     margin = check_nonnegative("margin", margin)
     n, _, h, w = images.shape
-    cx, cy, side = _square_frames(b, margin)
+    cx, cy, side = square_frames(b, margin)
     theta = images.new_zeros(n, 2, 3)
     theta[:, 0, 0] = side / w
     theta[:, 1, 1] = side / h
@@ -202,7 +195,7 @@ def paste_crops(canvas: torch.Tensor, crops: torch.Tensor, boxes: torch.Tensor, 
         raise ShapeError(f"canvas and crops must have the same length, got {n} and {crops.shape[0]}")
     b = _check_boxes(boxes, n).to(canvas.device)
     margin = check_nonnegative("margin", margin)
-    cx, cy, side = _square_frames(b, margin)
+    cx, cy, side = square_frames(b, margin)
     # canvas pixel (normalised) -> crop coordinates (normalised): u = (x·W/2 + W/2 − cx) · 2/side
     theta = canvas.new_zeros(n, 2, 3)
     theta[:, 0, 0] = w / side

@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from .._validate import check_int, check_real, check_tensor
 from ..data.types import FaceSet
 from ..errors import InvalidArgumentError, ShapeError
+from ..transforms import square_frames
 
 __all__ = ["aligned_faces", "square_crop_boxes"]
 
@@ -43,8 +44,7 @@ def square_crop_boxes(box: torch.Tensor, *, margin: float) -> torch.Tensor:
     if b.numel() and not bool(((w > 0) & (h > 0)).all()):
         raise InvalidArgumentError("box must be xyxy with x1 > x0 and y1 > y0 for every row (an empty face box "
                                    "cannot be aligned)")
-    side = torch.maximum(w, h) * (1.0 + 2.0 * margin)
-    cx, cy = (b[:, 0] + b[:, 2]) / 2, (b[:, 1] + b[:, 3]) / 2
+    cx, cy, side = square_frames(b, margin)
     return torch.stack([cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2], dim=1)
 
 
