@@ -437,6 +437,8 @@ def test_trainer_argument_errors(data, public, tmp_path):
     kw = dict(dp=dp, schedule=Schedule(epochs=1, batch_size=16), device="cpu")
     with pytest.raises(UnknownNameError, match="feature_projective"):
         train(None, data, method="dp-sgd", **kw)
+    with pytest.raises(UnknownNameError, match="setting='epsilon'.*warm_start"):  # train forwards make_private's
+        train(None, data, method="dpsgd", epsilon=1.0, **kw)
     for bad in ({"epsilon": 0.0}, {"epsilon": -1.0}, {"delta": 0.0}, {"delta": 1.0}, {"clip": 0.0}, {"clip": -1}):
         with pytest.raises(InvalidArgumentError):
             train(None, data, method="dpsgd", **{**kw, "dp": replace(dp, **bad)})

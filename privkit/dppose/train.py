@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import inspect
 import math
 import time
 from collections.abc import Mapping
@@ -50,7 +51,7 @@ from torch import nn
 from .._validate import check_choice, check_delta, check_epsilon, check_int, check_positive, check_real
 from ..data.types import PoseSet
 from ..device import resolve_device
-from ..errors import InsufficientDataError, InvalidArgumentError, MissingResourceError, ShapeError
+from ..errors import InsufficientDataError, InvalidArgumentError, MissingResourceError, ShapeError, UnknownNameError
 from ..transforms import gaussian_blur
 from ..privacy.accounting import ACCOUNTANTS, accountant_for, epsilon_from_history, noise_multiplier_for
 from ..privacy.guarantee import Neighbouring, PrivacyGuarantee
@@ -879,20 +880,20 @@ def make_private(
                           device=device, warm_start=warm_start)
 
 
-def train(
-    model: nn.Module | None,
-    private_set: PoseSet,
-    *,
-    method: Method,
-    dp: DPSpec | None = None,
-    public: PublicSpec | None = None,
-    schedule: Schedule | None = None,
-    seed: int = 0,
-    device: str | torch.device = "auto",
-    warm_start: Any = None,
-    progress: bool = False,
-) -> TrainResult:
-    """Train a pose network, privately or not: ``make_private(...).run(progress=progress)`` (see
-    :func:`make_private` for the arguments)."""
-    return make_private(model, private_set, method=method, dp=dp, public=public, schedule=schedule, seed=seed,
-                        device=device, warm_start=warm_start).run(progress=progress)
+def train(model: nn.Module | None, private_set: PoseSet, *, progress: bool = False, **settings: Any) -> TrainResult:
+    """Train a pose network, privately or not: ``make_private(model, private_set, **settings).run(progress=progress)``.
+
+    ``settings`` are :func:`make_private`'s keyword arguments (``method``, ``dp``, ``public``, ``schedule``, ``seed``,
+    ``device``, ``warm_start``); ``progress`` shows a progress bar.
+
+    Raises:
+        UnknownNameError: a setting :func:`make_private` does not take.
+    """
+    for name in settings:
+        if name not in _MAKE_PRIVATE_SETTINGS:
+            raise UnknownNameError("setting", name, _MAKE_PRIVATE_SETTINGS)
+    return make_private(model, private_set, **settings).run(progress=progress)
+
+
+#: The keyword arguments of :func:`make_private` (what :func:`train` forwards).
+_MAKE_PRIVATE_SETTINGS = tuple(inspect.signature(make_private).parameters)[2:]
