@@ -231,8 +231,9 @@ def _planned_counts(paper: str, cfg: Any, root: Path) -> tuple[dict[str, int], i
         n = _mpii_training_records(cfg, root)
         runs = design_runs(cfg)
         steps = sum(_run_steps(cfg, r.method, n) for r in runs)
-        return ({"private records": n, "public images": cfg.n_public, "runs": len(runs), "private steps": steps,
-                 "epochs": cfg.epochs, "seeds": cfg.seeds}, n + cfg.n_public, cfg.image_size)
+        return ({"private records": n, "public images": cfg.n_public, "runs": len(runs),
+                 "training steps of all runs": steps, "epochs": cfg.epochs, "seeds": cfg.seeds},
+                n + cfg.n_public, cfg.image_size)
     n = (cfg.n_train_identities + cfg.n_test_identities) * cfg.images_per_identity
     return {"images": n, "autoencoder epochs": cfg.epochs_ae, "GAN epochs": cfg.epochs_gan}, n, cfg.image_size
 
