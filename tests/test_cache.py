@@ -17,6 +17,7 @@ from privkit.data.cache import (
     cache_paths,
     cached_embeddings,
     clear_cache,
+    content_fingerprint,
 )
 from privkit.errors import InvalidArgumentError
 
@@ -219,3 +220,29 @@ def test_device_argument_and_validation(tmp_path, emb):
     f.write_text("")
     with pytest.raises(InvalidArgumentError, match="not a directory"):
         clear_cache(f)
+
+
+def test_input_content_is_part_of_the_key(tmp_path, emb):
+    """Same name, seed and size but other pixels: a miss (stale embeddings of edited data are never returned)."""
+    d = tmp_path / "cache"
+    images = torch.rand(4, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+    boxes = torch.tensor([[0.0, 0.0, 8.0, 8.0]]).repeat(4, 1)
+    fn = Counter(emb)
+    cached_embeddings(fn, cache_dir=d, inputs=(images, boxes), **KEY)
+    cached_embeddings(fn, cache_dir=d, inputs=(images.clone(), boxes.clone()), **KEY)  # same content: a hit
+    assert fn.calls == 1
+    edited = images.clone()
+    edited[2, 1, 3, 3] += 1e-6
+    cached_embeddings(fn, cache_dir=d, inputs=(edited, boxes), **KEY)
+    assert fn.calls == 2
+    cached_embeddings(fn, cache_dir=d, inputs=(images, boxes - 1.0), **KEY)  # other boxes
+    assert fn.calls == 3
+    cached_embeddings(fn, cache_dir=d, **KEY)  # no inputs given: its own key
+    assert fn.calls == 4
+    # dtype and shape count, not just the bytes
+    z = torch.zeros(4, dtype=torch.float32)
+    assert content_fingerprint(z) != content_fingerprint(z.view(torch.int32))
+    assert content_fingerprint(z) != content_fingerprint(z.reshape(2, 2))
+    assert content_fingerprint(images[:, :, ::2]) == content_fingerprint(images[:, :, ::2].contiguous())
+    with pytest.raises(InvalidArgumentError, match="inputs"):
+        cached_embeddings(fn, cache_dir=d, inputs=[images, "boxes"], **KEY)

@@ -26,7 +26,7 @@ import json
 import os
 import stat
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ __all__ = [
     "cached_embeddings",
     "cache_key",
     "cache_paths",
+    "content_fingerprint",
     "clear_cache",
     "CacheCorruptionWarning",
     "DEFAULT_CACHE_DIR",
@@ -119,6 +120,23 @@ def _key_fields(encoder: str, dataset: str, split: str, seed: int | None, extra:
 
 def _canonical(fields: Mapping[str, Any]) -> str:
     return json.dumps(fields, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def content_fingerprint(tensors: torch.Tensor | Sequence[torch.Tensor]) -> str:
+    """sha256 of the dtype, shape and bytes of each tensor (CPU, contiguous), in order.
+
+    Raises:
+        InvalidArgumentError: something other than a tensor or a sequence of tensors.
+    """
+    items = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors) if isinstance(tensors, Sequence) else None
+    if items is None or not all(isinstance(t, torch.Tensor) for t in items):
+        raise InvalidArgumentError(f"inputs must be a tensor or a sequence of tensors, got {type(tensors).__name__}")
+    h = hashlib.sha256()
+    for t in items:
+        t = t.detach().to("cpu").contiguous()
+        h.update(f"{t.dtype}{tuple(t.shape)};".encode("utf-8"))
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
 
 
 def cache_key(
@@ -229,6 +247,7 @@ def cached_embeddings(
     extra: Mapping[str, Any] | None = None,
     cache_dir: str | os.PathLike = DEFAULT_CACHE_DIR,
     device: str | torch.device | None = None,
+    inputs: torch.Tensor | Sequence[torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """Return ``fn()``, computing it only if no valid cache entry for the key exists.
 
@@ -236,6 +255,9 @@ def cached_embeddings(
         fn: zero-argument function computing the tensor (e.g. ``lambda: encoder.embed(faces.images)``).
         encoder, dataset, split, seed, extra: the key (see :func:`cache_key`); put everything that changes
             the result into it, since a hit returns the stored tensor without calling ``fn``.
+        inputs: the tensors ``fn`` reads (images, boxes); their content's sha256 (:func:`content_fingerprint`)
+            joins the key, so an edit of the data that keeps its name and size (a changed renderer, a fixed
+            loader) misses the cache instead of returning stale embeddings.
         cache_dir: directory of the cache; created with mode 0o700 if absent. If it already exists with
             group/other permissions, a warning says so (privkit does not change the mode of a directory it
             did not create).
@@ -255,6 +277,8 @@ def cached_embeddings(
     """
     if not callable(fn):
         raise InvalidArgumentError(f"fn must be a callable returning a torch.Tensor, got {type(fn).__name__}")
+    if inputs is not None:
+        extra = {**(extra or {}), "inputs_sha256": content_fingerprint(inputs)}
     fields = _key_fields(encoder, dataset, split, seed, extra)
     key = hashlib.sha256(_canonical(fields).encode("utf-8")).hexdigest()
     root = Path(cache_dir)

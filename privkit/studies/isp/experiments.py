@@ -161,7 +161,7 @@ def embed_faces(
     }
     return cached_embeddings(
         compute, encoder=encoder.name, dataset=faces.name or "faces", split=str(meta.get("split", "all")),
-        seed=int(seed), extra=extra, cache_dir=cache_dir,
+        seed=int(seed), extra=extra, cache_dir=cache_dir, inputs=(faces.images, faces.box),
     )
 
 

@@ -65,7 +65,7 @@ def embed_face_set(encoder: Any, faces: Any, *, size: int, scale: str, seed: int
     """
     return cached_embeddings(lambda: encoder.embed(faces.images, boxes=faces.box), encoder=encoder.name,
                              dataset=faces.name, split="all", seed=seed,
-                             extra={"n": len(faces), "size": size, "scale": scale})
+                             extra={"n": len(faces), "size": size, "scale": scale}, inputs=(faces.images, faces.box))
 
 
 def centring_summary(raw: torch.Tensor, centred: torch.Tensor, identity: torch.Tensor) -> str:
@@ -162,7 +162,8 @@ def embed_impostor_set(encoders: Mapping[str, Any], *, encoder_names: Sequence[s
         enc = encoders[enc_name]
         ie = cached_embeddings(lambda enc=enc: enc.embed(imp_faces.images, boxes=imp_faces.box), encoder=enc.name,
                                dataset=imp_faces.name, split="all", seed=seed,
-                               extra={"n": len(imp_faces), "size": size}).double()
+                               extra={"n": len(imp_faces), "size": size},
+                               inputs=(imp_faces.images, imp_faces.box)).double()
         pairs[enc_name] = impostor_pairs(centre_embeddings(ie), imp_faces.identity)
     n_imp = len(pairs[encoder_names[0]]["score"])
     text = (f"impostor set {imp_faces.name}: {len(imp_faces)} images of {imp_faces.n_identities} different people, "

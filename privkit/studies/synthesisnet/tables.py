@@ -104,19 +104,21 @@ def _original_embeddings(faceres: Any, dlib: Any, own: Callable[[torch.Tensor], 
     from privkit.data.cache import cached_embeddings
     from privkit.encoders import embed_images
 
-    j_box = test.box[jmask].cpu()
-    key_c = {"dataset": dataset, "seed": seed, "extra": {"scale": scale, "n": int(cmask.sum()), "size": image_size}}
-    key_t = {"dataset": dataset, "seed": seed, "extra": {"scale": scale, "n": int(jmask.sum()), "size": image_size}}
+    j_imgs, j_box = test.images[jmask].cpu(), test.box[jmask].cpu()
     c_imgs, c_box = train.images[cmask].cpu(), train.box[cmask].cpu()
+    key_c = {"dataset": dataset, "seed": seed, "extra": {"scale": scale, "n": int(cmask.sum()), "size": image_size},
+             "inputs": (c_imgs, c_box)}
+    key_t = {"dataset": dataset, "seed": seed, "extra": {"scale": scale, "n": int(jmask.sum()), "size": image_size},
+             "inputs": (j_imgs, j_box)}
     centre = {"faceres": cached_embeddings(lambda: X.faceres_outputs(faceres, c_imgs, c_box)["embedding"],
                                            encoder="faceres", split="synthesisnet-train-centre", **key_c
                                            ).double().mean(0),
               "dlib": cached_embeddings(lambda: dlib.embed(c_imgs, boxes=c_box), encoder=dlib.name,
                                         split="synthesisnet-train-centre", **key_c).double().mean(0)}
-    fr_orig = _unpack(cached_embeddings(lambda: _pack(X.faceres_outputs(faceres, test.images[jmask].cpu(), j_box)),
+    fr_orig = _unpack(cached_embeddings(lambda: _pack(X.faceres_outputs(faceres, j_imgs, j_box)),
                                         encoder="faceres+heads", split="synthesisnet-test", **key_t).double())
     e_orig = {"faceres": fr_orig["embedding"] - centre["faceres"],
-              "dlib": cached_embeddings(lambda: dlib.embed(test.images[jmask].cpu(), boxes=j_box), encoder=dlib.name,
+              "dlib": cached_embeddings(lambda: dlib.embed(j_imgs, boxes=j_box), encoder=dlib.name,
                                         split="synthesisnet-test", **key_t).double() - centre["dlib"],
               "model identity encoder": embed_images(own, test.images, dtype=torch.float64)}
     return centre, fr_orig, e_orig
