@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import os
 import shutil
 import sys
@@ -22,10 +23,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 from .config import PAPER_DATA_SCALES, PAPERS, SCALE_DESCRIPTIONS, SCALES, artefacts
 from .device import DEVICES
-from .errors import PrivkitError, UnknownNameError
+from .errors import MissingResourceError, PrivkitError, UnknownNameError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_NOTEBOOKS = REPO_ROOT / "notebooks"
@@ -327,23 +329,36 @@ def _cmd_rehearsal_root(ns: argparse.Namespace) -> int:
     return 0
 
 
+def rehearsal_tool() -> ModuleType:
+    """privkit's rehearsal tool (``tools/rehearsal/`` of the repository checkout privkit runs from), imported.
+
+    Raises:
+        MissingResourceError: privkit runs from an installed copy without the repository's ``tools/`` folder.
+    """
+    path = Path(__file__).resolve().parent.parent / "tools" / "rehearsal" / "__init__.py"
+    name = "privkit_tools_rehearsal"
+    if name in sys.modules:
+        return sys.modules[name]
+    if not path.is_file():
+        raise MissingResourceError(
+            "privkit's rehearsal tool (tools/rehearsal/)", expected_at=str(path),
+            how_to_get="It is a repository tool, not part of the installed library: run from a clone of the privkit "
+                       "repository (pip install -e .).")
+    spec = importlib.util.spec_from_file_location(name, path, submodule_search_locations=[str(path.parent)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
 def write_rehearsal_root(root: str | os.PathLike, *, seed: int = 0) -> dict:
     """Write the miniature paper-scale data root (face datasets, MPII, MovieLens and rehearsal weights, all in the
-    real on-disk formats) into the empty or new folder ``root``; returns a summary."""
-    from .data.rehearsal import write_face_rehearsal_root
-    from .data.rehearsal_models import write_model_rehearsal_root
-
-    t0 = time.perf_counter()
-    root = Path(root)
-    faces = write_face_rehearsal_root(root, seed=seed)
-    models = write_model_rehearsal_root(root, seed=seed)
-    files = [f for f in root.rglob("*") if f.is_file()]
-    (root / "REHEARSAL.txt").write_text(
-        "A privkit rehearsal data root: miniature datasets and randomly initialised weights in the real on-disk\n"
-        "formats, for `python -m privkit reproduce --scale rehearsal --data-root <this folder>`. It exercises the\n"
-        "paper path; every number it produces is meaningless. Never use it as real data.\n")
-    return {"root": str(root.resolve()), "files": len(files) + 1, "bytes": sum(f.stat().st_size for f in files),
-            "seconds": time.perf_counter() - t0, "faces": faces, "models": models}
+    real on-disk formats) into the empty or new folder ``root``; returns a summary (:func:`rehearsal_tool`)."""
+    return rehearsal_tool().write_rehearsal_root(root, seed=seed)
 
 
 def build_parser() -> argparse.ArgumentParser:

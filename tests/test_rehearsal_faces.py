@@ -1,4 +1,4 @@
-"""The face part of the rehearsal data root (privkit.data.rehearsal), read back by the real paper-scale loaders,
+"""The face part of the rehearsal data root (tools/rehearsal/faces.py), read back by the real paper-scale loaders,
 and the loaders' errors on broken copies of it (missing file, truncated image, bad pairs line, short identity)."""
 
 from __future__ import annotations
@@ -14,14 +14,16 @@ from privkit.data.paper.identity_folders import IdentitySelection, load_identity
 from privkit.data.paper.ijb import load_ijb
 from privkit.data.paper.lfw import load_lfw, read_lfw_pairs
 from privkit.data.paper.vggface2 import load_vggface2
-from privkit.data.rehearsal import (
-    CELEBA_ATTRIBUTES,
-    write_celeba,
-    write_face_rehearsal_root,
-    write_ijbc,
-    write_lfw,
-)
+from privkit.reproduce import rehearsal_tool
 from privkit.errors import InsufficientDataError, InvalidArgumentError, MissingResourceError
+
+_faces = rehearsal_tool().faces  # a repository tool (tools/rehearsal/), loaded from its folder
+CELEBA_ATTRIBUTES = _faces.CELEBA_ATTRIBUTES
+write_celeba = _faces.write_celeba
+write_face_rehearsal_root = _faces.write_face_rehearsal_root
+write_ijbc = _faces.write_ijbc
+write_lfw = _faces.write_lfw
+
 
 N_ID, K = 20, 4  # the smallest root the LFW layout allows (2 identities per fold), 4 images per identity
 

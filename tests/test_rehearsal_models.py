@@ -13,19 +13,21 @@ import torch
 
 from privkit.data.paper.movielens import load_movielens_100k
 from privkit.data.paper.mpii import load_mpii
-from privkit.data.rehearsal_models import (
-    MARKER,
-    REHEARSAL_MODELS,
-    write_clip_rehearsal,
-    write_dinov2_rehearsal,
-    write_inception_rehearsal,
-    write_model_rehearsal_root,
-    write_movielens,
-    write_mpii,
-    write_sscd_rehearsal,
-    write_tiny_vit_rehearsal,
-)
+from privkit.reproduce import rehearsal_tool
 from privkit.errors import InvalidArgumentError, PrivkitError, UnknownNameError
+
+_models = rehearsal_tool().models  # a repository tool (tools/rehearsal/), loaded from its folder
+MARKER = _models.MARKER
+REHEARSAL_MODELS = _models.REHEARSAL_MODELS
+write_clip_rehearsal = _models.write_clip_rehearsal
+write_dinov2_rehearsal = _models.write_dinov2_rehearsal
+write_inception_rehearsal = _models.write_inception_rehearsal
+write_model_rehearsal_root = _models.write_model_rehearsal_root
+write_movielens = _models.write_movielens
+write_mpii = _models.write_mpii
+write_sscd_rehearsal = _models.write_sscd_rehearsal
+write_tiny_vit_rehearsal = _models.write_tiny_vit_rehearsal
+
 
 
 def _marked(folder: Path) -> bool:

@@ -72,9 +72,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validate import check_choice, check_int
-from ..errors import InvalidArgumentError
-from .types import MPII_JOINTS
+from privkit._validate import check_choice, check_int
+from privkit.errors import InvalidArgumentError
+from privkit.data.types import MPII_JOINTS
 
 __all__ = [
     "MARKER",
@@ -159,13 +159,13 @@ def _fresh_folder(folder: Path) -> Path:
 
 
 def _write_marker(folder: Path, what: str, lines: list[str], *, seed: int) -> None:
-    from .. import __version__
+    from privkit import __version__
 
     text = [
         MARKER,
         "",
         f"REHEARSAL {what}: NOT the real thing.",
-        f"Written by privkit {__version__} (privkit.data.rehearsal_models), seed {seed}.",
+        f"Written by privkit {__version__} (tools/rehearsal/models.py), seed {seed}.",
         *lines,
         "Results computed from these files are meaningless; they exist so that privkit's paper-scale code paths",
         "can be rehearsed end to end. Replace this folder with the real files for a real run.",
@@ -220,7 +220,7 @@ def write_mpii(root: str | Path, *, n_train: int = 64, n_valid: int = 32, size: 
     from PIL import Image
     from scipy.io import savemat
 
-    from .pose import MAX_SIZE, MIN_SIZE, load_synthpose
+    from privkit.data.pose import MAX_SIZE, MIN_SIZE, load_synthpose
 
     t0 = time.perf_counter()
     root = _root(root)
@@ -422,7 +422,7 @@ def write_clip_rehearsal(root: str | Path, *, seed: int = 0) -> dict:
 _DINOV2_HUBCONF = '''\
 """privkit REHEARSAL stand-in for a facebookresearch/dinov2 checkout. This is NOT DINOv2.
 
-Written by privkit.data.rehearsal_models.write_dinov2_rehearsal so that privkit's paper-scale DINOv2 loader
+Written by privkit's rehearsal tool (tools/rehearsal/models.py) so that privkit's paper-scale DINOv2 loader
 (torch.hub.load(<this folder>, "dinov2_vits14" or "dinov2_vitb14", source="local", pretrained=False), then a
 strict load of dinov2_<arch>_pretrain.pth) can be rehearsed without the real checkout and weights. The code is
 privkit's own: a class-token vision transformer with the same hub entry points and DINOv2's parameter names and

@@ -1,5 +1,7 @@
 """Rehearsal data root, face part: miniature CelebA, VGGFace2, LFW and IJB-B/C in their exact on-disk formats.
 
+A repository tool, outside the library: ``python -m privkit rehearsal-root DIR`` loads it from ``tools/rehearsal/``.
+
 The paper-scale loaders (:mod:`privkit.data.paper`) read real datasets from a data root. A *rehearsal root* is a
 complete miniature data root, written here from privkit's embedded faces, on which every notebook's paper branch
 can run end to end (in CI, without the licensed datasets). :func:`write_face_rehearsal_root` writes the four face
@@ -56,9 +58,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._validate import check_choice, check_int, check_probability
-from ..errors import InsufficientDataError, InvalidArgumentError
-from .types import FaceSet
+from privkit._validate import check_choice, check_int, check_probability
+from privkit.errors import InsufficientDataError, InvalidArgumentError
+from privkit.data.types import FaceSet
 
 __all__ = [
     "CELEBA_ATTRIBUTES",
@@ -348,7 +350,7 @@ def write_celeba(root: str | os.PathLike, faces: FaceSet, *, seed: int = 0, in_t
     """
     from PIL import Image
 
-    from .splits import identity_splits
+    from privkit.data.splits import identity_splits
 
     root, seed, quality = _root(root), _seed(seed), _check_quality(quality)
     by_id = _check_faces(faces, "write_celeba", min_identities=3)
@@ -705,7 +707,7 @@ def write_face_rehearsal_root(
         ``{"root", "seed", "face_set", "n_identities", "images_per_identity", "celeba", "vggface2", "lfw",
         "IJBB"/"IJBC" (the per-dataset summaries of the writers), "files", "bytes", "seconds", "note"}``.
     """
-    from . import load_faces
+    from privkit.data import load_faces
 
     start = time.perf_counter()
     root, seed = _root(root), _seed(seed)
