@@ -118,3 +118,18 @@ def test_rehearsal_root_command_writes_every_dataset_and_weight(tmp_path, capsys
     for part in ("celeba", "VGGFace2", "lfw", "IJBB", "IJBC", "mpii", "ml-100k", "weights", "REHEARSAL.txt"):
         assert (root / part).exists(), part
     assert main(["rehearsal-root", str(root)]) == 2  # never written over
+
+
+def test_rehearsal_tool_is_loaded_from_the_checkout_or_named_when_absent(tmp_path, monkeypatch):
+    import sys
+
+    from privkit import reproduce
+    from privkit.errors import MissingResourceError
+
+    tool = reproduce.rehearsal_tool()
+    assert callable(tool.write_rehearsal_root) and tool.faces.write_celeba and tool.models.write_mpii
+    assert reproduce.rehearsal_tool() is tool  # imported once
+    monkeypatch.delitem(sys.modules, "privkit_tools_rehearsal")
+    monkeypatch.setattr(reproduce, "__file__", str(tmp_path / "site-packages" / "privkit" / "reproduce.py"))
+    with pytest.raises(MissingResourceError, match="tools/rehearsal"):
+        reproduce.rehearsal_tool()
