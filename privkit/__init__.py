@@ -20,6 +20,7 @@ from .errors import (
     PrivkitError,
     ShapeError,
     UnknownNameError,
+    WeightFileError,
 )
 
 __all__ = [
@@ -35,4 +36,5 @@ __all__ = [
     "MissingResourceError",
     "ConvergenceError",
     "PrivacyBudgetError",
+    "WeightFileError",
 ]

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 __all__ = [
     "PrivkitError",
     "InvalidArgumentError",
+    "WeightFileError",
     "UnknownNameError",
     "ShapeError",
     "NotUnitNormError",
@@ -29,6 +30,11 @@ class PrivkitError(ValueError):
 
 class InvalidArgumentError(PrivkitError):
     """An argument is outside its allowed range (NaN/inf, epsilon <= 0, ...)."""
+
+
+class WeightFileError(InvalidArgumentError):
+    """A weight file that cannot be read or does not fit the network its loader builds (a truncated file, another
+    architecture, missing or unexpected keys); the message names the file and what was expected."""
 
 
 class UnknownNameError(PrivkitError):

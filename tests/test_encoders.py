@@ -31,6 +31,7 @@ from privkit.errors import (
     PrivkitError,
     ShapeError,
     UnknownNameError,
+    WeightFileError,
 )
 
 DEFAULT = ["dlib-resnet-fr", "faceres", "mobileface", "efficientnet-lite0", "movenet-features", "mtcnn-onet", "age-gender",
@@ -469,7 +470,7 @@ def test_dinov2_builds_from_a_local_checkout_and_loads_weights(tmp_path):
     torch.save({"patch.weight": state["patch.weight"]}, tmp_path / "bad.pth")
     (tmp_path / "dinov2").mkdir()
     (tmp_path / "dinov2" / "hubconf.py").write_text(_FAKE_HUBCONF)
-    with pytest.raises(RuntimeError, match="Missing key"):
+    with pytest.raises(WeightFileError, match="Missing key"):
         load_encoder("dinov2-vits14", weights=tmp_path / "bad.pth", device="cpu")
 
 

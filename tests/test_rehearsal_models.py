@@ -14,7 +14,7 @@ import torch
 from privkit.data.paper.movielens import load_movielens_100k
 from privkit.data.paper.mpii import load_mpii
 from privkit.reproduce import rehearsal_tool
-from privkit.errors import InvalidArgumentError, PrivkitError, UnknownNameError
+from privkit.errors import InvalidArgumentError, PrivkitError, UnknownNameError, WeightFileError
 
 _models = rehearsal_tool().models  # a repository tool (tools/rehearsal/), loaded from its folder
 MARKER = _models.MARKER
@@ -233,7 +233,7 @@ def test_clip_rehearsal_loads_with_the_real_loader_and_bad_files_are_named(tmp_p
             load_clip_vit_b16(weights=bad)
         msg = str(err.value)
         assert str(bad / "open_clip_model.safetensors") in msg and "open_clip_config.json" in msg
-        assert isinstance(err.value, RuntimeError) and isinstance(err.value, PrivkitError)
+        assert isinstance(err.value, WeightFileError) and isinstance(err.value, PrivkitError)
 
 
 @pytest.mark.parametrize("arch, dim", [("vits14", 384), ("vitb14", 768)])
@@ -267,7 +267,7 @@ def test_dinov2_rehearsal_loads_through_the_stand_in_checkout(tmp_path, arch, di
                bad / f"dinov2_{arch}_pretrain.pth")
     with pytest.raises(InvalidArgumentError, match="does not fit the dinov2_.* network built by") as err:
         load_dinov2(arch, weights=bad / f"dinov2_{arch}_pretrain.pth")
-    assert str(bad / f"dinov2_{arch}_pretrain.pth") in str(err.value) and isinstance(err.value, RuntimeError)
+    assert str(bad / f"dinov2_{arch}_pretrain.pth") in str(err.value) and isinstance(err.value, WeightFileError)
 
 
 def test_dinov2_writer_never_overwrites_a_real_checkout(tmp_path):
@@ -342,7 +342,7 @@ def test_tiny_vit_rehearsal_builds_the_dppose_backbone_and_bad_files_are_named(t
         else:
             shutil.copy(path, bad)
             _truncate(bad)
-        with pytest.raises(InvalidArgumentError, match="tiny_vit_5m_224") as err:
+        with pytest.raises(WeightFileError, match="tiny_vit_5m_224") as err:
             build_pose_model(64, backbone="tiny_vit_5m", weights=bad)
         assert str(bad) in str(err.value)
 
@@ -367,7 +367,7 @@ def test_inception_rehearsal_loads_strictly_and_gives_finite_features(tmp_path):
     bad.parent.mkdir()
     shutil.copy(path, bad)
     _truncate(bad)
-    with pytest.raises(InvalidArgumentError, match="cannot be read as a torchvision Inception-v3") as err:
+    with pytest.raises(WeightFileError, match="cannot be read as a torchvision Inception-v3") as err:
         load_inception(weights=bad)
     assert str(bad) in str(err.value)
 

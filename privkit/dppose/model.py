@@ -70,7 +70,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._validate import check_choice, check_int, check_positive, check_tensor
-from ..errors import InvalidArgumentError, MissingResourceError, ShapeError
+from ..errors import InvalidArgumentError, MissingResourceError, ShapeError, WeightFileError
 
 __all__ = [
     "NUM_JOINTS",
@@ -665,7 +665,7 @@ def _load_state_dict_file(path: Path) -> dict[str, torch.Tensor]:
             return load_file(str(path))
         state = torch.load(str(path), map_location="cpu", weights_only=True)
     except (RuntimeError, ValueError, OSError, EOFError, pickle.UnpicklingError, SafetensorError) as err:
-        raise InvalidArgumentError(
+        raise WeightFileError(
             f"weights file {path} cannot be read as a timm tiny_vit_5m_224 state dict (safetensors, or a torch.save "
             f"file read with weights_only=True): {type(err).__name__}: {err}"
         ) from None
@@ -674,7 +674,7 @@ def _load_state_dict_file(path: Path) -> dict[str, torch.Tensor]:
     if isinstance(state, Mapping) and "state_dict" in state and isinstance(state["state_dict"], Mapping):
         state = state["state_dict"]
     if not isinstance(state, Mapping) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise InvalidArgumentError(f"weights file {path} does not hold a state dict (a mapping of names to tensors)")
+        raise WeightFileError(f"weights file {path} does not hold a state dict (a mapping of names to tensors)")
     return dict(state)
 
 
@@ -732,12 +732,12 @@ def _build_tiny_vit(
         try:
             missing, _unexpected = net.load_state_dict(state, strict=False)
         except RuntimeError as err:  # shape mismatches
-            raise InvalidArgumentError(
+            raise WeightFileError(
                 f"weights file {path} does not fit timm's tiny_vit_5m_224 (stage widths 64/128/160/320): {err}"
             ) from None
         missing = [k for k in missing if not k.startswith("head.")]
         if missing:
-            raise InvalidArgumentError(
+            raise WeightFileError(
                 f"weights file {path} does not fit timm's tiny_vit_5m_224; {len(missing)} missing keys, e.g. "
                 f"{missing[:3]}"
             )

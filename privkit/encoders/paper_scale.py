@@ -46,7 +46,7 @@ from pathlib import Path
 import torch
 from torch.nn import functional as F
 
-from ..errors import InvalidArgumentError, MissingResourceError
+from ..errors import InvalidArgumentError, MissingResourceError, WeightFileError
 from .base import Encoder
 
 __all__ = [
@@ -65,12 +65,6 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
-class _WeightFileError(InvalidArgumentError, RuntimeError):
-    """A weight file that cannot be read or does not fit the network its loader builds; the message names the file
-    and what was expected. Also a ``RuntimeError``, the type torch and open_clip raised for these cases before
-    privkit named the file."""
-
-
 def _read_errors() -> tuple[type[BaseException], ...]:
     """What reading a corrupt or foreign weight file raises (torch.load, safetensors, TorchScript, open_clip)."""
     import pickle
@@ -85,13 +79,13 @@ def _read_errors() -> tuple[type[BaseException], ...]:
 
 
 def _read_state_dict(path: Path, expected: str) -> dict[str, torch.Tensor]:
-    """``torch.load(path, weights_only=True)`` as a dict of tensors, or a :class:`_WeightFileError`."""
+    """``torch.load(path, weights_only=True)`` as a dict of tensors, or a :class:`WeightFileError`."""
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except _read_errors() as err:
-        raise _WeightFileError(f"{path}: cannot read {expected} ({type(err).__name__}: {err})") from None
+        raise WeightFileError(f"{path}: cannot read {expected} ({type(err).__name__}: {err})") from None
     if not isinstance(state, dict) or not state or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise _WeightFileError(
+        raise WeightFileError(
             f"{path}: expected {expected}, got a {type(state).__name__} that is not a dict of tensors"
         )
     return state
@@ -366,7 +360,7 @@ def load_clip_vit_b16(
 
     Raises:
         MissingResourceError: no weights found.
-        InvalidArgumentError: the weight file cannot be read or does not fit the architecture (the message names the
+        WeightFileError: the weight file cannot be read or does not fit the architecture (the message names the
             file and what was expected; also a ``RuntimeError``).
     """
     path = find_weights("clip-vit-b16", weights=weights, data_root=data_root)
@@ -393,7 +387,7 @@ def load_clip_vit_b16(
                     weights_only=True,
                 )
     except _read_errors() as err:
-        raise _WeightFileError(f"{ckpt}: cannot load it as {expected} ({type(err).__name__}: {err})") from None
+        raise WeightFileError(f"{ckpt}: cannot load it as {expected} ({type(err).__name__}: {err})") from None
     visual = _freeze(model.visual, device)
     cfg = dict(getattr(visual, "preprocess_cfg", {}) or {})
     size = cfg.get("size", visual.image_size)
@@ -439,7 +433,7 @@ def load_dinov2(
 
     Raises:
         MissingResourceError: weights or checkout missing.
-        InvalidArgumentError: the ``.pth`` file cannot be read (checked before the checkout's code runs) or does not
+        WeightFileError: the ``.pth`` file cannot be read (checked before the checkout's code runs) or does not
             fit the checkout's network (the message names the file; also a ``RuntimeError``).
     """
     if arch not in ("vits14", "vitb14"):
@@ -456,7 +450,7 @@ def load_dinov2(
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as err:
-        raise _WeightFileError(
+        raise WeightFileError(
             f"{path}: does not fit the dinov2_{arch} network built by {repo / 'hubconf.py'} (strict loading): {err}"
         ) from None
     model = _freeze(model, device)
@@ -496,7 +490,7 @@ def load_sscd(
             warnings.simplefilter("ignore", FutureWarning)
             model = torch.jit.load(str(path), map_location="cpu")
     except _read_errors() as err:
-        raise _WeightFileError(
+        raise WeightFileError(
             f"{path}: cannot read it as a TorchScript module (torch.jit.save; SSCD publishes "
             f"sscd_disc_mixup.torchscript.pt) ({type(err).__name__}: {err})"
         ) from None
@@ -507,12 +501,12 @@ def load_sscd(
         with torch.no_grad():
             out = model(torch.zeros(1, 3, 288, 288, device=device))
     except RuntimeError as err:
-        raise _WeightFileError(
+        raise WeightFileError(
             f"{path}: the module fails on a (1, 3, 288, 288) batch; expected {contract} ({err})"
         ) from None
     if not isinstance(out, torch.Tensor) or out.ndim != 2 or out.shape[0] != 1:
         got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-        raise _WeightFileError(f"{path}: a (1, 3, 288, 288) batch gave {got}; expected {contract}")
+        raise WeightFileError(f"{path}: a (1, 3, 288, 288) batch gave {got}; expected {contract}")
     dim = int(out.shape[1])
     enc = GeneralImageEncoder(
         name="sscd",

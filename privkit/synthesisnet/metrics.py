@@ -33,7 +33,7 @@ from torch.nn import functional as F
 
 from .._validate import check_choice, check_int, check_probability, check_tensor
 from ..device import resolve_device
-from ..errors import InsufficientDataError, InvalidArgumentError, MissingResourceError, ShapeError
+from ..errors import InsufficientDataError, InvalidArgumentError, MissingResourceError, ShapeError, WeightFileError
 from ..transforms import resize
 from ..encoders.base import embed_images
 
@@ -492,19 +492,19 @@ def load_inception(
         else:
             state = torch.load(path, map_location="cpu", weights_only=True)
     except (RuntimeError, ValueError, OSError, EOFError, pickle.UnpicklingError, SafetensorError) as err:
-        raise InvalidArgumentError(
+        raise WeightFileError(
             f"{path} cannot be read as a torchvision Inception-v3 state dict (safetensors, or a torch.save file read "
             f"with weights_only=True): {type(err).__name__}: {err}"
         ) from None
     if not isinstance(state, Mapping):
-        raise InvalidArgumentError(f"{path} does not hold a state dict")
+        raise WeightFileError(f"{path} does not hold a state dict")
     has_aux = any(k.startswith("AuxLogits.") for k in state)
     with torch.device("meta"):
         net = inception_v3(weights=None, aux_logits=has_aux, init_weights=False, transform_input=True)
     try:
         net.load_state_dict(state, strict=True, assign=True)
     except RuntimeError as err:
-        raise InvalidArgumentError(f"{path} is not a torchvision Inception-v3 state dict: {err}") from None
+        raise WeightFileError(f"{path} is not a torchvision Inception-v3 state dict: {err}") from None
     if has_aux:
         net.aux_logits = False
         net.AuxLogits = None
