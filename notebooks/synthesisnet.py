@@ -169,7 +169,7 @@ with timer("training"):
 # identities and sat at chance within a few epochs in privkit's runs, yet a nearest-neighbour attacker still found
 # identity of unseen faces in a 64-d z_att (rank-1 0.12, chance 0.03). Its size `att_dim` is the bottleneck that
 # decides this: the default scale uses 8 (its attributes are a few discrete labels), where z_att is at chance
-# level on `lfw-subset-views` [I] (the measurements behind the choice are in `privkit/studies/synthesisnet/presets.py`).
+# level on `lfw-subset-views` [I] (the measurements behind the choice are in docs/synthesisnet.md §5b).
 # On `portraits-views` the table below measures it again; what an attacker holding the model reads through z_att
 # in the releases is measured at the smallest ε in the closing checks. **z_att is not bounded** (no noise, no
 # guarantee): this is reported as a limitation with the measurement, and the published-noise-only baseline shows
@@ -230,12 +230,12 @@ _ = save_table(gtable, out_dir, "table4_guarantees",
 
 # %% [markdown]
 # ## Samples (privkit; the paper shows samples too)
-# **Read these honestly.** At the default scale (70 training identities, one 25-px source photo each, a width-16
-# network, minutes of CPU training) the published faces are soft, low-detail faces, not photo-realistic ones:
-# the aligned crops, the resize-convolution upsampling (no checkerboard) and the perceptual term make them
-# faces with the source's layout, skin tone and lighting, and the closing checks test whether dlib, a real face
-# recogniser, still links the noise-free ones to their sources. Photo-realism needs the paper scale (CelebA at
-# 128 px on a GPU).
+# **Read these honestly.** At the default scale (the preset printed above: each identity one real portrait in
+# seeded views, small aligned crops, a narrow network trained for minutes on a CPU) the published faces are soft,
+# low-detail faces, not photo-realistic ones: the aligned crops, the resize-convolution upsampling (no
+# checkerboard) and the perceptual term make them faces with the source's layout, skin tone and lighting, and the
+# closing checks test whether faceres and dlib, real face recognisers, still link the noise-free ones to their
+# sources. Photo-realism needs the paper scale (CelebA at 128 px on a GPU).
 
 # %%
 with timer("fig1"):
