@@ -55,7 +55,8 @@
 # privkit's readings where the paper is silent [I]: the public set for the subspace and the warm start is a
 # disjoint, differently styled synthetic split (the paper's: COCO pretraining); the blur ψ is the paper's
 # 25×25, σ = 10 at 256 px scaled to the image size; the subspace uses m per-sample public gradients
-# recomputed every 50 steps at the current weights; the privacy-gap formula is the one that reproduces the
+# recomputed every `cfg.refresh` steps at the current weights (a default-scale private run is shorter than that,
+# so its subspace is computed once, at the warm start); the privacy-gap formula is the one that reproduces the
 # paper's 73%. The facts about the paper this notebook relies on are restated in `docs/dppose.md`.
 
 # %% tags=["parameters"]
@@ -105,8 +106,8 @@ print(cfg)
 
 # %% [markdown]
 # ## Design: what is trained, and why
-# The full product ε × C × method × init × seed is too large for the default budget (about ten minutes of
-# two CPU cores), so the design covers each question with the runs it needs, and every run is trained once
+# The full product ε × C × method × init × seed is too large for a CPU budget (each run's cost is in the runs
+# table, the whole notebook's in `run.json`), so the design covers each question with the runs it needs, and every run is trained once
 # even when it serves several questions:
 #
 # - `grid`: the four private methods at every ε of the grid (main clipping norm, warm start);
@@ -462,8 +463,9 @@ E.panel(E.dppose_runs_view, E.dppose_runs_controls(by_label, n_img), runs=by_lab
 
 # %% [markdown]
 # ## Clipping norm and initialisation
-# Left: the paper's C grid at the largest ε (with AdamW and everything clipped, DP-SGD's update does not
-# depend on C; the feature methods do, because C sets the size of the noisy private part against the clean
+# Left: the paper's C grid at the largest ε (only when every per-sample gradient is clipped is DP-SGD's AdamW
+# update independent of C, and the runs table's `clipped_fraction` shows how many are clipped at each C; the
+# feature methods depend on C in any case, because C sets the size of the noisy private part against the clean
 # public-view gradient). Right: the paper's training regimes, here a public-data warm start against training
 # from scratch, at the largest ε.
 

@@ -92,7 +92,8 @@ print(cfg)
 # %% [markdown]
 # ## Data, splits and embeddings
 # Identities are split into disjoint probe-fit / validation / test parts (the paper: 320 / 80 / 80). Encoders
-# marked `[box]` see the exact face box (face-crop models: dlib, age-gender, ONet as MTCNN uses it); `[image]`
+# marked `[box]` see the exact face box (face-crop models: dlib, faceres, mobileface, age-gender, ONet as MTCNN uses
+# it); `[image]`
 # see the whole image (`cfg.face_size` px), face and background, as the paper's general encoders do. dlib, faceres and
 # EfficientNet-Lite0 embed a few dozen images per second on a CPU, so embeddings are cached in `build/cache/`
 # (owner-only files: they are biometric templates).
@@ -132,7 +133,8 @@ with timer("embeddings"):
 # ### Which FAR the data can resolve
 # A FAR α is reported only if the impostor pairs allow at least 10 false accepts (α ≥ 10 / #pairs, privkit's rule;
 # docs/isp.md §3). The paper's 1,600-image test set gives ≈ 1.26 M impostor pairs and resolves 1e-4; ours is much
-# smaller, so the lowest resolvable FAR is higher, and no TAR is ever printed below it. **Chance reference:** a score
+# smaller, so the smallest resolvable FAR is higher (whether 1e-4 is still resolvable is printed below), and no TAR
+# is ever printed below it. **Chance reference:** a score
 # that does not depend on identity accepts genuine pairs at the same rate as impostors, so its TAR at FAR α is α
 # (the realised FAR column): "near chance" below means "TAR within its interval of the FAR".
 
@@ -150,7 +152,8 @@ print(f"reported FARs: {list(cfg.fars)}; resolvable: {resolvable}; the lowest, {
 # ## 1. Leakage before and after ISP (paper Table 1)
 # The attacker fits a probe on the probe-fit identities (k labelled images each), picks its hyperparameters and the
 # threshold on the validation identities, and is scored on the test identities ([I]: k = probe-fit shots,
-# single-image templates; ridge λ from a 13-point log grid; MLP d→512→256 with early stopping, docs/isp.md §3).
+# single-image templates; ridge λ from the log grid `cfg.ridge_lambdas` (decades at the default scale, a finer grid
+# at the paper scale); MLP d→512→256 with early stopping, docs/isp.md §3).
 # ISP-W is fitted on the probe-fit identities of the same set, ISP-X on the other set, both at rank
 # r = `cfg.isp_rank` [I: the paper's r was not found]. Every transform is applied to all three splits: the
 # attacker only ever sees sanitised embeddings. Intervals: 95% identity bootstrap of the test identities.
@@ -173,8 +176,8 @@ with timer("leakage"):
 
 # %% [markdown]
 # The paper's numbers (ridge, CelebA-20, TAR at FAR = 1e-4, k = 16) beside ours (ridge, TAR at our lowest resolvable
-# FAR, k = 1 and the largest k we have). They are not comparable one to one: different encoders, data, scale and
-# FAR. The paper's *pattern*: the face-recognition reference leaks far more than any other encoder; ISP-W and ISP-X
+# FAR, k = 1 and the largest k we have). They are not comparable one to one: different encoders, data and scale
+# (and FAR wherever the paper's 1e-4 is not resolvable). The paper's *pattern*: the face-recognition reference leaks far more than any other encoder; ISP-W and ISP-X
 # lower the ridge TAR of encoders that leak; ISP-X (fitted on another dataset) does about as well as ISP-W. The
 # paired comparisons below say which parts of the pattern hold here.
 
@@ -215,8 +218,8 @@ with timer("leakage"):
 # matters more), binned by face-coverage ratio (FCR); CPI(σ) = how often a face-blurred query is closer to a
 # stranger in the *same scene* than to its own identity in another scene (> 0.5: context-preferring); B* = the
 # smallest revealed fraction of another image's background at which a composite is closer to that image than to
-# its own identity (small: context dominates). Only whole-image encoders are meaningful here; dlib and age-gender
-# see face crops (and detect faces at a few images per second), so they are left out.
+# its own identity (small: context dominates). Only whole-image encoders are meaningful here; the `[box]` encoders
+# see face crops, so they are left out.
 
 # %%
 with timer("attribution"):
@@ -345,7 +348,8 @@ with timer("subspaces"):
 # normally computes (the whole image for `[image]` encoders). For the latent search an `[image]` encoder sees the
 # reconstructed crop pasted into the attacker's own estimate of the scene at its estimate of the face box (both
 # ridge-predicted from the leaked embedding; no target image or box is used). The auxiliary set is every probe-fit
-# image (identities disjoint from the targets); the targets are one image of each test identity; against ISP the
+# image (identities disjoint from the targets); the targets are one image each of at most `cfg.inversion_targets`
+# randomly chosen test identities; against ISP the
 # attacker knows the projector and inverts the sanitised embeddings.
 #
 # **Success rule** [I]: two judges, dlib and faceres (biometric references never used by the attacks), each embed
@@ -378,7 +382,7 @@ with timer("inversion"):
         n_t = len(tgt)
         print(f"judges' thresholds at FAR {cfg.reference_far:g} (validation identities): "
               + ", ".join(f"{j} cos > {t_:.4f}" for j, t_ in inversion.taus.items())
-              + f"; {n_t} targets (one per test identity), {len(aux)} auxiliary images of {len(parts['train'])} "
+              + f"; {n_t} targets (one image each of {n_t} test identities), {len(aux)} auxiliary images of {len(parts['train'])} "
               f"probe-fit identities; rank-1 chance {1 / n_t:.3f}; FR contrast: {contrast_lab}'s own embeddings")
         print(T.format_inversion(inv).to_string(index=False))
         print(f"\n{int((inv.success_rate * inv.n_targets).round().sum())} of {int(inv.n_targets.sum())} reconstructions "

@@ -201,9 +201,9 @@ with timer("fig2"):
 # identities (40 evaluated ones at the default scale), so every false-match rate (the clean threshold, the
 # recalibrated one and the FARs they give) is estimated instead on all pairs of the impostor set — 609 real
 # people, one photograph each — embedded by the same backbone, each of its pairs released with its own noise.
-# A FAR is resolvable only if at least one false accept is expected, α ≥ 1/N for N impostor pairs (the rule of
-# `ThresholdRecalibration.resolvable`); near 1/N the threshold rests on one or two impostor scores, so the TAR
-# there is resolvable but imprecise. Accuracy, AUC and EER stay on each set's own balanced pairs. Because the
+# A FAR is resolvable only if at least 10 false accepts are expected, α ≥ 10/N for N impostor pairs (privkit's
+# one rule, `privkit.metrics.smallest_resolvable_far`, used by `ThresholdRecalibration.resolvable`); near 10/N the
+# threshold rests on about ten impostor scores, so the TAR there is resolvable but imprecise. Accuracy, AUC and EER stay on each set's own balanced pairs. Because the
 # threshold comes from another image domain, column `own_far@… recal` gives the false-match rate it has on the
 # set's own impostor pairs: near the target where it transfers, above it where the set's impostors score higher.
 
@@ -237,8 +237,8 @@ with timer("table1"):
 # privkit forms an IJB-*style* protocol on the evaluated identities: disjoint templates of
 # `images_per_template` images per identity, every template pair a protocol pair, for each backbone and set.
 # As in the pair protocol, false-match rates come from the impostor set's pairs: a person with one photograph is a
-# one-image template [I]. TAR is reported only at FPRs those pairs resolve (α ≥ 1/N); the paper's 1e-6 needs more
-# than 10⁶ impostor pairs.
+# one-image template [I]. TAR is reported only at FPRs those pairs resolve (α ≥ 10/N); the paper's 1e-6 needs at
+# least 10⁷ impostor pairs.
 
 # %%
 from privkit.data.paper.ijb import load_ijb
@@ -280,8 +280,9 @@ with timer("table1b"):
 # ### Table 1 as a figure, with the paper's values
 # Ours against ε for both backbones (colour) and face sets (line style), beside the paper's two backbones
 # (black markers labelled "paper": IR101 ◇, ViT-B △): LFW-style accuracy, and the recalibrated TAR of the
-# template protocol at FPR 1e-4 and 1e-5 (false-match rates from the impostor set) beside the paper's IJB-C TAR at
-# the same FPRs (its IJB-B values are in `table1b`). Different encoders and data: the comparison is of shape
+# template protocol at those of FPR 1e-4 and 1e-5 that the impostor pairs resolve (false-match rates from the
+# impostor set) beside the paper's IJB-C TAR at the same FPRs (the paper's IJB-B values appear in `table1b` when an
+# IJB-B protocol runs, at the paper scale). Different encoders and data: the comparison is of shape
 # (where each curve collapses), not of level.
 
 # %%

@@ -415,7 +415,7 @@ with timer("fig5"):
 # %% [markdown]
 # ## Checks of the claims at this scale
 # Each claim is judged from the data above; an **enforced** claim that stops holding fails the notebook, a
-# **reported** one is printed with its verdict (the README states which is which).
+# **reported** one is printed with its verdict (column `enforced` of `table5_claims` states which is which).
 # 1. Every noisy release states ε·2·clip_norm, δ = 0 (all scales).
 # 2. At the smallest ε, faceres's and dlib's rank-1 re-identification lies within the 99 % binomial interval of
 #    chance (all scales).
@@ -425,7 +425,7 @@ with timer("fig5"):
 # 4. The noise-free release and the reconstruction keep identity for the real recognisers: rank-1 Wilson interval
 #    above chance — enforced for dlib (the stronger recogniser on these synthetic views: verification AUC 0.913
 #    against faceres's 0.732 on portraits-views in privkit's encoder benchmark), reported for faceres; faceres
-#    rank-1 of the noise-free release ≥ 5× chance (the target) is reported.
+#    rank-1 of the noise-free release ≥ 5× chance (a target privkit set for this scale) is reported.
 # 5. The attribute latent: an attacker holding the model (its identity encoder) at the smallest ε — **reported,
 #    not enforced**: z_att is published without noise and not covered by the guarantee (a limitation).
 # 6. The attribute floor: every embedded attribute the probe reads on the real faces stays above its majority rate

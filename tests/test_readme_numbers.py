@@ -360,7 +360,7 @@ def test_dppose_backbone_ablation():
               f"thunder {zt.pose_pretrained:.2f}.")
     # the prose around it: pose pretraining wins under privacy, ImageNet without it
     assert npv.verdict == "does not hold" and d2.verdict == d8.verdict == "holds"
-    assert npv.imagenet >= 60  # "only it reaches the issue's non-private target (≥ 60)"
+    assert npv.imagenet >= 60  # "only it reaches privkit's non-private target (≥ 60)"
 
 
 # ------------------------------------------------------------------------------------------------- SynthesisNet
@@ -392,7 +392,7 @@ def test_synthesisnet_claims_quoted_with_their_verdicts():
     for prefix in ("faceres: identity distance falls from", "dlib: identity distance falls from",
                    "faceres: identity distance falls with", "dlib: identity distance falls with",
                    "faceres: rank-1 Wilson", "dlib: rank-1 Wilson", "faceres, SynthesisNet: rank-1 at",
-                   "dlib, SynthesisNet: rank-1 at", "issue target: faceres rank-1", "z_att (no noise, not covered)",
+                   "dlib, SynthesisNet: rank-1 at", "privkit target: faceres rank-1", "z_att (no noise, not covered)",
                    "model identity encoder, SynthesisNet: rank-1 at", "no DP noise: faceres gender agreement"):
         rows = t[t.claim.str.startswith(prefix)]
         assert len(rows) == 1, prefix

@@ -128,7 +128,7 @@ ARTEFACTS = (
     ("fig6_effect_of_k", "feature-projective DP against the subspace rank k (privkit's ablation [I]: the paper's k is not known)"),
     ("fig7_projection_diagnostics", "what projected DP-SGD depends on: energy of the clean private gradient in the "
                                     "public top-k subspace and the SNR gain of projecting, over k and training "
-                                    "(the issue's diagnosis; no paper counterpart)"),
+                                    "(privkit's diagnosis; no paper counterpart)"),
     ("table1_runs", "every run: method, init, epsilon, C, k, seed, PCKh@0.5 and the (epsilon, delta, sigma) that hold"),
     ("table2_paper_comparison", "our PCKh beside the paper's MPII PCKh@0.5 and HumanArt AP (docs/dppose.md)"),
     ("table3_per_joint", "PCKh@0.5 per joint and method at the largest epsilon"),

@@ -114,7 +114,7 @@ def _identity_kept_checks(judged: pd.DataFrame, *, full_scale: bool) -> list[Che
                     f"[{r.tar_low:.3f}, {r.tar_high:.3f}] at FAR {r.far:.3g}", r.rank1_low > r.rank1_chance,
                     full_scale and judge == "dlib"))
     r = judged[(judged.judge == "faceres") & (judged.method == "no DP noise")].iloc[0]
-    checks.append(_check(f"issue target: faceres rank-1 of the noise-free release {r.rank1:.3f} >= 5x chance "
+    checks.append(_check(f"privkit target: faceres rank-1 of the noise-free release {r.rank1:.3f} >= 5x chance "
                          f"({5 * r.rank1_chance:.3f}): {r.rank1 / r.rank1_chance:.1f}x",
                          r.rank1 >= 5 * r.rank1_chance, False))
     return checks
