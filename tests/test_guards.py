@@ -128,3 +128,5 @@ def test_probe_seconds_times_steps_and_refreshes():
         assert t["step"] > 0 and (t["refresh"] > 0) == (method == "projected")
     with pytest.raises(InvalidArgumentError, match="steps"):
         trainer.probe_seconds(steps=0)
+    with pytest.raises(InvalidArgumentError, match="probe_seconds"):  # its model took unaccounted steps
+        trainer.run()

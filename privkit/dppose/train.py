@@ -541,6 +541,7 @@ class PrivateTrainer:
         else:
             self.opt = torch.optim.SGD(values, lr=s.lr, momentum=0.9, weight_decay=s.weight_decay)
         self.log_every = self.steps_per_epoch if s.log_every is None else s.log_every
+        self._spent = False  # set by probe_seconds: its steps are not accounted, so run() refuses the trainer
 
     def _check_private_settings(self) -> None:
         dp = self.dp
@@ -726,14 +727,16 @@ class PrivateTrainer:
         """Time this method's optimisation step (and subspace refresh) for planning a long run.
 
         Runs one untimed warm-up step, then ``steps`` timed steps (CUDA synchronised), on this trainer: its model
-        and optimiser advance, no guarantee is recorded and the trainer should not be used afterwards. Projected
-        methods also time one refresh of the public subspace (its ``n_public`` per-sample gradients and SVD),
-        which a run repeats every ``refresh`` steps.
+        and optimiser advance by steps that no accountant records, so the trainer is spent afterwards (:meth:`run`
+        refuses it; make a new one). Probe on stand-in data of the planned shape, not on the private records.
+        Projected methods also time one refresh of the public subspace (its ``n_public`` per-sample gradients and
+        SVD), which a run repeats every ``refresh`` steps.
 
         Returns:
             ``{"step": seconds per step, "refresh": seconds per subspace refresh (0 for other methods)}``.
         """
         steps = check_int("steps", steps, minimum=1)
+        self._spent = True
 
         def sync() -> None:
             if self.dev.type == "cuda":
@@ -768,7 +771,14 @@ class PrivateTrainer:
 
     # -- the loop ----------------------------------------------------------------------------------------------
     def run(self, *, progress: bool = False) -> TrainResult:
-        """Train for the planned steps and return the result with the guarantee of the steps actually run."""
+        """Train for the planned steps and return the result with the guarantee of the steps actually run.
+
+        Raises:
+            InvalidArgumentError: the trainer is spent (:meth:`probe_seconds` took unaccounted steps on its model).
+        """
+        if self._spent:
+            raise InvalidArgumentError("this trainer ran probe_seconds, so its model took steps no accountant "
+                                       "recorded; make a new trainer with make_private(...) to train")
         self.subspace: PublicSubspace | None = None
         self.acc_steps = 0
         history: list[dict[str, Any]] = []
