@@ -107,8 +107,8 @@ print(cfg)
 # %% [markdown]
 # ## Design: what is trained, and why
 # The full product ε × C × method × init × seed is too large for a CPU budget (each run's cost is in the runs
-# table, the whole notebook's in `run.json`), so the design covers each question with the runs it needs, and every run is trained once
-# even when it serves several questions:
+# table, the whole notebook's in `run.json`), so the design covers each question with the runs it needs, and every
+# run is trained once even when it serves several questions:
 #
 # - `grid`: the four private methods at every ε of the grid (main clipping norm, warm start);
 # - `clip`: DP-SGD and feature-projective DP at the largest ε with the other clipping norms;

@@ -177,9 +177,10 @@ with timer("leakage"):
 # %% [markdown]
 # The paper's numbers (ridge, CelebA-20, TAR at FAR = 1e-4, k = 16) beside ours (ridge, TAR at our lowest resolvable
 # FAR, k = 1 and the largest k we have). They are not comparable one to one: different encoders, data and scale
-# (and FAR wherever the paper's 1e-4 is not resolvable). The paper's *pattern*: the face-recognition reference leaks far more than any other encoder; ISP-W and ISP-X
-# lower the ridge TAR of encoders that leak; ISP-X (fitted on another dataset) does about as well as ISP-W. The
-# paired comparisons below say which parts of the pattern hold here.
+# (and FAR wherever the paper's 1e-4 is not resolvable). The paper's *pattern*: the face-recognition reference
+# leaks far more than any other encoder; ISP-W and ISP-X lower the ridge TAR of encoders that leak; ISP-X (fitted
+# on another dataset) does about as well as ISP-W. The paired comparisons below say which parts of the pattern hold
+# here.
 
 # %%
 with timer("leakage"):
@@ -382,8 +383,8 @@ with timer("inversion"):
         n_t = len(tgt)
         print(f"judges' thresholds at FAR {cfg.reference_far:g} (validation identities): "
               + ", ".join(f"{j} cos > {t_:.4f}" for j, t_ in inversion.taus.items())
-              + f"; {n_t} targets (one image each of {n_t} test identities), {len(aux)} auxiliary images of {len(parts['train'])} "
-              f"probe-fit identities; rank-1 chance {1 / n_t:.3f}; FR contrast: {contrast_lab}'s own embeddings")
+              + f"; {n_t} targets (one image each of {n_t} test identities), {len(aux)} auxiliary images of "
+              f"{len(parts['train'])} probe-fit identities; rank-1 chance {1 / n_t:.3f}; FR contrast: {contrast_lab}'s own embeddings")
         print(T.format_inversion(inv).to_string(index=False))
         print(f"\n{int((inv.success_rate * inv.n_targets).round().sum())} of {int(inv.n_targets.sum())} reconstructions "
               f"verified at FAR {cfg.reference_far:g}; rows with rank-1 above chance (CI): "

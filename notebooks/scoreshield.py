@@ -203,9 +203,10 @@ with timer("fig2"):
 # people, one photograph each — embedded by the same backbone, each of its pairs released with its own noise.
 # A FAR is resolvable only if at least 10 false accepts are expected, α ≥ 10/N for N impostor pairs (privkit's
 # one rule, `privkit.metrics.smallest_resolvable_far`, used by `ThresholdRecalibration.resolvable`); near 10/N the
-# threshold rests on about ten impostor scores, so the TAR there is resolvable but imprecise. Accuracy, AUC and EER stay on each set's own balanced pairs. Because the
-# threshold comes from another image domain, column `own_far@… recal` gives the false-match rate it has on the
-# set's own impostor pairs: near the target where it transfers, above it where the set's impostors score higher.
+# threshold rests on about ten impostor scores, so the TAR there is resolvable but imprecise. Accuracy, AUC and EER
+# stay on each set's own balanced pairs. Because the threshold comes from another image domain, column
+# `own_far@… recal` gives the false-match rate it has on the set's own impostor pairs: near the target where it
+# transfers, above it where the set's impostors score higher.
 
 # %%
 with timer("table1"):
