@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from .config import PAPER_DATA_SCALES, PAPERS, SCALE_DESCRIPTIONS, SCALES, artefacts
 from .device import DEVICES
@@ -162,6 +163,7 @@ def run_paper(
                     progress_bar=False,
                     log_output=False,
                     execution_timeout=timeout,
+                    config=_local_kernel_config(Path(tmpd)),
                 )
         final = out_root / paper
         old = None
@@ -353,6 +355,14 @@ def rehearsal_tool() -> ModuleType:
         del sys.modules[name]
         raise
     return module
+
+
+def _local_kernel_config(folder: Path) -> Any:
+    """Kernel settings of a batch run: the kernel talks to papermill over IPC sockets in ``folder`` (a private
+    temporary folder), not over localhost TCP (which ipykernel warns is unencrypted), as `make lab` does."""
+    from traitlets.config import Config
+
+    return Config({"KernelManager": {"transport": "ipc", "ip": str(folder / "kernel")}})
 
 
 def write_rehearsal_root(root: str | os.PathLike, *, seed: int = 0) -> dict:

@@ -133,3 +133,21 @@ def test_rehearsal_tool_is_loaded_from_the_checkout_or_named_when_absent(tmp_pat
     monkeypatch.setattr(reproduce, "__file__", str(tmp_path / "site-packages" / "privkit" / "reproduce.py"))
     with pytest.raises(MissingResourceError, match="tools/rehearsal"):
         reproduce.rehearsal_tool()
+
+
+def test_batch_kernels_talk_over_ipc_in_a_private_folder(tmp_path, capfd):
+    """Batch runs start their kernel with IPC sockets in the run's temporary folder (no unencrypted-TCP warning)."""
+    import nbformat
+    import papermill as pm
+
+    from privkit.reproduce import _local_kernel_config
+
+    cfg = _local_kernel_config(tmp_path)
+    assert cfg.KernelManager.transport == "ipc" and cfg.KernelManager.ip == str(tmp_path / "kernel")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('kernel ok')")])
+    nbformat.write(nb, tmp_path / "in.ipynb")
+    pm.execute_notebook(str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"), kernel_name="python3",
+                        progress_bar=False, config=cfg)
+    out = nbformat.read(tmp_path / "out.ipynb", as_version=4)
+    assert out.cells[0].outputs[0]["text"] == "kernel ok\n"
+    assert "without encryption" not in capfd.readouterr().err
