@@ -54,7 +54,8 @@ def test_pyramid_is_the_encoders_stride_8_and_16_maps(model):
     f = enc.backbone_features(x)
     ref = torch.cat([f[8], F.interpolate(f[16], size=f[8].shape[-2:], mode="bilinear", align_corners=False)], 1)
     assert model.feature_shape == (152, SIZE // 8, SIZE // 8)
-    assert torch.allclose(model.features(x), ref, atol=1e-5)
+    # same maps up to float rounding (the pyramid runs channels-last, the encoder does not)
+    assert torch.allclose(model.features(x), ref, rtol=1e-4, atol=1e-4)
 
 
 def test_frozen_part_has_no_trainable_parameter_and_keeps_batchnorm_in_eval(model):

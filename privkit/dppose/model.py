@@ -504,7 +504,7 @@ class PoseNet(nn.Module):
         super().__init__()
         self.frozen = frozen
         if frozen is not None:
-            frozen.requires_grad_(False)
+            frozen.requires_grad_(False).to(memory_format=torch.channels_last)  # see features()
         self.backbone = backbone
         self.head = head
         self.input_size = tuple(input_size)
@@ -540,7 +540,10 @@ class PoseNet(nn.Module):
                              f"got {tuple(images.shape)}")
         bs = check_int("batch_size", batch_size, minimum=1)
         dev = self.mean.device
-        out = [self.frozen((images[i:i + bs].to(dev) - self.mean) / self.std)
+        # channels-last input: the oneDNN convolutions of the frozen part run about 1.5x faster on CPU; the features
+        # equal forward()'s up to float rounding (forward() keeps the default layout, which torch.func's vmap needs)
+        out = [self.frozen(((images[i:i + bs].to(dev) - self.mean) / self.std)
+                           .contiguous(memory_format=torch.channels_last)).contiguous()
                for i in range(0, images.shape[0], bs)]
         if not out:
             return torch.empty(0, *self.feature_shape, device=dev)
