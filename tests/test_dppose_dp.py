@@ -415,8 +415,34 @@ def test_feature_methods_state_the_feature_level_guarantee(data, public):
     assert g.event.event.event.noise_multiplier == 0.3 and g.event.count == res.steps
     assert any("public view" in p for p in g.processing)
     assert "NOT the blurred image" in g.protects
+    assert any("treated as public" in n and "q = B/n" in n for n in g.notes)  # what else the guarantee assumes
     assert g.epsilon > 1.0 and not g.meets_request and "NOT met" in str(g)  # too little noise for the request
     assert "public_loss" in res.history[-1] and math.isfinite(res.history[-1]["public_loss"])
+
+
+def test_private_and_public_view_batches_are_two_independent_poisson_samples(data, monkeypatch):
+    """Every private step draws its batch with the tested Poisson sampler at the accounted rate q = B / n, and the
+    feature methods draw the public-view batch with another generator (Algorithm 1: independent batches)."""
+    import importlib
+
+    train_module = importlib.import_module("privkit.dppose.train")  # the module (the package exports a function)
+
+    calls = []
+    real = train_module.poisson_subset
+
+    def spy(n, q, *, generator):
+        idx = real(n, q, generator=generator)
+        calls.append((n, q, id(generator), idx))
+        return idx
+
+    monkeypatch.setattr(train_module, "poisson_subset", spy)
+    res = train(small_model(), data, method="feature", dp=DPSpec(epsilon=1.0, delta=1e-5, clip=0.01, accountant="rdp"),
+                public=PublicSpec(blur=(5, 1.0)), schedule=Schedule(epochs=2, batch_size=16), device="cpu", seed=1)
+    assert len(calls) == 2 * res.steps and res.steps == 6
+    assert all(n == len(data) and q == pytest.approx(res.sample_rate) == pytest.approx(16 / 48) for n, q, _, _ in calls)
+    private_gen, view_gen = {c[2] for c in calls[0::2]}, {c[2] for c in calls[1::2]}
+    assert len(private_gen) == len(view_gen) == 1 and private_gen != view_gen
+    assert any(not torch.equal(a[3], b[3]) for a, b in zip(calls[0::2], calls[1::2]))
 
 
 def test_nonprivate_training_improves_pckh(data):

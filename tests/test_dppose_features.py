@@ -162,6 +162,20 @@ def test_bad_inputs_are_refused_with_clear_errors(model, data):
         train(model, cached, method="feature", public=PublicSpec(blurred_set=cached.subset(torch.arange(5))), **dp)
     with pytest.raises(InvalidArgumentError, match="both be images or both"):
         train(model, cached, method="feature", public=PublicSpec(blurred_set=private), **dp)
+    # the blurred view enters the update un-noised, so it must really be psi(x): not the raw features, not
+    # another blur
+    psi = GaussianBlur.for_size(SIZE)
+    with pytest.raises(InvalidArgumentError, match="cached features of psi"):
+        train(model, cached, method="feature", public=PublicSpec(blurred_set=cached), **dp)
+    other_blur = cache_features(model, private, transform=GaussianBlur(kernel_size=3, sigma=0.5))
+    with pytest.raises(InvalidArgumentError, match="cached features of psi"):
+        train(model, cached, method="feature", public=PublicSpec(blurred_set=other_blur), **dp)
+    with pytest.raises(InvalidArgumentError, match="differ from psi"):
+        train(model, private, method="feature", public=PublicSpec(blurred_set=private), **dp)
+    blurred_images = PoseSet(images=psi(private.images), keypoints=private.keypoints, visible=private.visible,
+                             head_box=private.head_box, identity=private.identity)
+    ok = train(model, private, method="feature", public=PublicSpec(blurred_set=blurred_images), **dp)
+    assert ok.steps >= 1
     with pytest.raises(InvalidArgumentError, match="no frozen part"):
         train(convnet, cached, method="dpsgd", **dp)
     with pytest.raises(InvalidArgumentError, match="pass the model"):

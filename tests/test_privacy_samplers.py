@@ -206,3 +206,59 @@ def test_cuda_generator_and_output_device():
 def test_cuda_device_generator_mismatch_is_an_error():
     with pytest.raises(InvalidArgumentError, match="generator"):
         sample_gaussian(3, sigma=1.0, generator=make_generator(0), device="cuda")
+
+
+# ---------------------------------------------------------------- Poisson sampling (DP-SGD batches)
+def _poisson_p_values(sampler, *, n: int = 30, q: float = 0.3, draws: int = 4000) -> dict[str, float]:
+    """Chi-square p-values of three properties Poisson sampling must have: every record is included with
+    probability q, the batch size is Binomial(n, q), and two records are included independently."""
+    g = torch.Generator().manual_seed(11)
+    inc = torch.zeros(draws, n, dtype=torch.bool)
+    for t in range(draws):
+        inc[t, sampler(n, q, g)] = True
+    per_record = inc.sum(0).double().numpy()
+    p_record = stats.chisquare(per_record, np.full(n, per_record.sum() / n)).pvalue
+    sizes = inc.sum(1).numpy()
+    expected = stats.binom.pmf(np.arange(n + 1), n, q) * draws
+    lo, hi = int(stats.binom.ppf(0.01, n, q)), int(stats.binom.ppf(0.99, n, q))  # pool the sparse tails
+    obs = [np.sum(sizes <= lo)] + [np.sum(sizes == k) for k in range(lo + 1, hi)] + [np.sum(sizes >= hi)]
+    exp = [expected[: lo + 1].sum()] + list(expected[lo + 1:hi]) + [expected[hi:].sum()]
+    p_size = stats.chisquare(obs, np.asarray(exp) * draws / np.sum(exp)).pvalue
+    a, b = inc[:, 0].numpy(), inc[:, 1].numpy()
+    table = np.array([[np.sum(~a & ~b), np.sum(~a & b)], [np.sum(a & ~b), np.sum(a & b)]])
+    p_pair = stats.chi2_contingency(table, correction=False).pvalue
+    return {"record": float(p_record), "size": float(p_size), "pair": float(p_pair)}
+
+
+def test_poisson_subset_is_poisson_sampling_and_a_fixed_size_batch_is_caught():
+    from privkit.privacy import poisson_subset
+
+    p = _poisson_p_values(lambda n, q, g: poisson_subset(n, q, generator=g))
+    assert min(p.values()) > P_MIN, p
+
+    def fixed_size(n, q, g):  # the common shortcut: a shuffled batch of exactly round(q n) records
+        return torch.randperm(n, generator=g)[: round(q * n)]
+
+    assert _poisson_p_values(fixed_size)["size"] < 1e-12  # the batch size never varies
+
+    def in_pairs(n, q, g):  # records 2k and 2k + 1 enter together (e.g. sampling photos by person)
+        first = (torch.rand(n // 2, generator=g, dtype=torch.float64) < q).nonzero().squeeze(1) * 2
+        return torch.cat([first, first + 1])
+
+    assert _poisson_p_values(in_pairs)["pair"] < 1e-12
+
+
+def test_poisson_subset_draws_float64_uniforms_and_checks_its_arguments():
+    from privkit.privacy import poisson_subset
+
+    idx = poisson_subset(1000, 0.25, generator=torch.Generator().manual_seed(3))
+    u = torch.rand(1000, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    assert torch.equal(idx, (u < 0.25).nonzero().squeeze(1)) and idx.dtype == torch.int64
+    assert poisson_subset(0, 0.5).numel() == 0 and torch.equal(poisson_subset(5, 1.0), torch.arange(5))
+    for bad in (0.0, -0.1, 1.5, float("nan"), float("inf")):
+        with pytest.raises(InvalidArgumentError, match="q"):
+            poisson_subset(10, bad)
+    with pytest.raises(InvalidArgumentError, match="n"):
+        poisson_subset(-1, 0.5)
+    with pytest.raises(InvalidArgumentError, match="generator"):
+        poisson_subset(10, 0.5, generator="seed")

@@ -22,7 +22,7 @@ from privkit.errors import (
     ShapeError,
     UnknownNameError,
 )
-from privkit.privacy import audit, make_generator, sample_metric_laplace
+from privkit.privacy import audit, make_generator, sample_laplace, sample_metric_laplace
 from privkit.synthesisnet import (
     AttributeEncoder,
     Decoder,
@@ -206,6 +206,29 @@ def test_audit_catches_halved_noise():
     r = audit(_single_release(2 * AUDIT_EPS), z0, z1, n_samples=100_000,
               claimed_epsilon=AUDIT_EPS * AUDIT_DIST, seed=0)
     assert not r.passed and r.epsilon_lower > 1.3
+
+
+def test_audit_on_a_diagonal_pair_catches_per_coordinate_laplace_noise():
+    """The metric-DP claim is in the L2 distance. Per-coordinate Laplace noise at the same epsilon is DP in the L1
+    distance instead, which the axis-aligned pair above cannot tell apart (there L1 = L2). On a diagonal pair
+    (L1 = sqrt(2) L2) the L1 likelihood-ratio statistic sees its true loss sqrt(2) epsilon D against the claim
+    epsilon D; the statistic is rounded to 1e-6 so that it reads the noise, not the last bits of the floats (the
+    floating-point attack the samplers' docstring warns about)."""
+    a = AUDIT_DIST / math.sqrt(2)
+    z0, z1 = torch.zeros(AUDIT_D, dtype=F64), torch.full((AUDIT_D,), a, dtype=F64)
+
+    def l1_ratio(x):  # log-likelihood ratio of Laplace noise around z1 vs z0, up to a factor epsilon
+        return torch.round((x.abs() - (x - a).abs()).sum(-1), decimals=6)
+
+    def per_coordinate(data, n, generator):
+        return data + sample_laplace((n, AUDIT_D), scale=1 / AUDIT_EPS, generator=generator, dtype=F64)
+
+    claim = AUDIT_EPS * AUDIT_DIST
+    ok = audit(_single_release(AUDIT_EPS), z0, z1, n_samples=200_000, claimed_epsilon=claim, seed=0,
+               statistic=l1_ratio)
+    broken = audit(per_coordinate, z0, z1, n_samples=200_000, claimed_epsilon=claim, seed=0, statistic=l1_ratio)
+    assert ok.passed, str(ok)
+    assert not broken.passed and broken.epsilon_lower > 1.2 * claim, str(broken)
 
 
 def test_audit_paper_scale_latent_passes():

@@ -55,7 +55,7 @@ from ..errors import InsufficientDataError, InvalidArgumentError, MissingResourc
 from ..transforms import gaussian_blur
 from ..privacy.accounting import ACCOUNTANTS, accountant_for, epsilon_from_history, noise_multiplier_for
 from ..privacy.guarantee import Neighbouring, PrivacyGuarantee
-from ..privacy.samplers import make_generator
+from ..privacy.samplers import make_generator, poisson_subset
 from .features import CachedFeatures
 from .grads import (
     ClippedSum,
@@ -347,6 +347,8 @@ def _guarantee(method: str, *, epsilon_req: float | None, delta: float, eps: flo
     notes = [
         "epsilon is computed from the accountant's history of the steps actually run.",
         "One clip per record; the divisor is the expected batch size.",
+        "The number of private records n is treated as public (as in DP-SGD practice): the sampling rate q = B/n "
+        "and the number of steps are computed from it.",
     ]
     if math.isfinite(eps_value) and relation == "add_remove":
         notes.append(
@@ -595,6 +597,29 @@ class PrivateTrainer:
                 self.psi = GaussianBlur(kernel_size=pub.blur[0], sigma=pub.blur[1])
             else:
                 raise InvalidArgumentError(f"blur must be a GaussianBlur or (kernel_size, sigma), got {pub.blur!r}")
+            if blurred_set is not None:
+                self._check_blurred_is_psi(blurred_set)
+
+    def _check_blurred_is_psi(self, blurred_set: PoseSet) -> None:
+        """The guarantee treats blurred_set as psi(x) (public); anything else (raw images, another blur) would enter
+        the update as a clean, un-noised gradient of private data, so check it: cached features by their recorded
+        transform, images by recomputing psi on a few rows."""
+        private_set, psi = self.private_set, self.psi
+        if self.cached:
+            expected = f"{private_set.feature_of} after {psi!r}"
+            if blurred_set.feature_of != expected:
+                raise InvalidArgumentError(
+                    f"blurred_set must be the cached features of psi(x) for the private records ({expected!r}), got "
+                    f"features of {blurred_set.feature_of!r}: use cache_features(model, private images, transform=psi) "
+                    "with the blur of this run")
+            return
+        rows = torch.arange(min(4, self.n))
+        want = psi(private_set.images[rows].to(torch.float32))
+        got = blurred_set.images[rows].to(want.device, torch.float32)
+        if not torch.allclose(got, want, atol=1e-4, rtol=1e-4):
+            raise InvalidArgumentError(
+                f"blurred_set must hold psi(x) = {psi.describe()} of every private image, row for row; its first rows "
+                "differ from psi(private images) (raw images, or another blur?)")
 
     def _prepare_model(self, model: nn.Module | None, warm_start: Any) -> nn.Module:
         if model is None:
@@ -668,7 +693,7 @@ class PrivateTrainer:
 
     def _public_view_gradient(self, window: dict[str, float]) -> torch.Tensor | None:
         """The clean gradient of the public view ψ(x) on an independently Poisson-sampled batch (None if empty)."""
-        fidx = (torch.rand(self.n, generator=self.g_feature) < self.q).nonzero().squeeze(1)
+        fidx = poisson_subset(self.n, self.q, generator=self.g_feature)
         if fidx.numel() == 0:
             return None
         if self.public.blurred_set is not None:
@@ -684,7 +709,7 @@ class PrivateTrainer:
     def _private_step(self, step: int, window: dict[str, float]) -> None:
         if self.method in _PROJECTED and (self.subspace is None or step % self.sub_refresh == 0):
             self._refresh_subspace()
-        idx = (torch.rand(self.n, generator=self.g_sample) < self.q).nonzero().squeeze(1)
+        idx = poisson_subset(self.n, self.q, generator=self.g_sample)
         batch = pose_batch(self.net, self.private_set, idx, device=self.dev)
         cs = private_clipped_sum(self.fwd, batch, method=self.method, clip=self.c_norm,
                                  per_sample_method=self.dp.per_sample_method)

@@ -40,6 +40,7 @@ from .calibration import (
 from .guarantee import Neighbouring, PrivacyGuarantee
 from .samplers import (
     make_generator,
+    poisson_subset,
     sample_gamma,
     sample_gaussian,
     sample_laplace,
@@ -58,6 +59,7 @@ __all__ = [
     "sample_laplace",
     "sample_gamma",
     "sample_metric_laplace",
+    "poisson_subset",
     "PrivacyGuarantee",
     "Neighbouring",
     "ACCOUNTANTS",

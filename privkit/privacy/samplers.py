@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 import torch
 
-from .._validate import check_epsilon, check_int, check_positive
+from .._validate import check_epsilon, check_int, check_positive, check_real
 from ..device import resolve_device
 from ..errors import InvalidArgumentError
 
@@ -42,6 +42,7 @@ __all__ = [
     "sample_laplace",
     "sample_gamma",
     "sample_metric_laplace",
+    "poisson_subset",
 ]
 
 ShapeLike = int | Sequence[int] | torch.Size
@@ -88,6 +89,30 @@ def make_generator(
     gen = torch.Generator(device=dev)
     gen.manual_seed(value)
     return gen
+
+
+def poisson_subset(n: int, q: float, *, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Poisson sampling of DP-SGD: the indices (ascending) of the records among ``n`` that enter a batch, each
+    independently with probability ``q``.
+
+    The uniforms are drawn in float64: with float32 ones a record's inclusion probability would be ``q`` rounded
+    up to a multiple of ``2**-24``, not ``q`` (the subsampling accountants assume exactly ``q``).
+
+    Args:
+        n: Number of records, ``>= 0``.
+        q: Sampling rate in ``(0, 1]``.
+        generator: A CPU ``torch.Generator`` (see :func:`make_generator`); None uses torch's global one.
+
+    Returns:
+        int64 tensor of the included indices (empty when none is drawn).
+    """
+    n = check_int("n", n, minimum=0)
+    q = check_real("q", q)
+    if not 0.0 < q <= 1.0:
+        raise InvalidArgumentError(f"q (the sampling rate) must be in (0, 1], got {q}")
+    if generator is not None and (not isinstance(generator, torch.Generator) or generator.device.type != "cpu"):
+        raise InvalidArgumentError("generator must be a CPU torch.Generator or None")
+    return (torch.rand(n, generator=generator, dtype=torch.float64) < q).nonzero().squeeze(1)
 
 
 def _resolve(
