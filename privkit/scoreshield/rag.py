@@ -188,7 +188,7 @@ def private_retrieve(
     epsilon: float,
     delta: float,
     calibration: Literal["scoreshield", "analytic"] = "scoreshield",
-    accounting: Literal["joint", "per_query"] = "per_query",
+    accounting: Literal["joint", "per_query"] = "joint",
     generator: torch.Generator | None = None,
 ) -> PrivateRetrieval:
     """Release each query's chunk scores with :func:`release_scores`, then apply :func:`retrieve`.
@@ -199,8 +199,9 @@ def private_retrieve(
         tau, k: the retrieval rule (see :func:`retrieve`).
         epsilon, delta, calibration, generator: passed to :func:`release_scores` (``"scoreshield"`` reproduces the
             paper's σ; the guarantee then reports the δ that truly holds).
-        accounting: ``"per_query"`` (default; each question is its own release, as in the paper: the guarantee is
-            per question and its notes give the δ of all m together) or ``"joint"`` (one guarantee for all m).
+        accounting: ``"joint"`` (default, as :func:`release_scores`: one guarantee for all m questions, which is
+            what this call returns) or ``"per_query"`` (the paper's reading, each question its own release: the
+            headline guarantee is per question and its notes give the δ of all m together).
 
     Returns:
         A :class:`PrivateRetrieval` whose guarantee is the release's, with :data:`RETRIEVAL_NOT_COVERED` added to
