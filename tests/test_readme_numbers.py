@@ -268,6 +268,27 @@ def test_dppose_setup_numbers():
     in_readme(f"pooled run-to-run standard deviation {pooled_seed_sd(csv('dppose/table1_runs')):.2f} points")
 
 
+def test_dppose_feature_cache_time_and_benchmark():
+    import json
+
+    import privkit
+
+    cfg = privkit.config.load("dppose", "default")
+    run = json.loads((FIGURES / "dppose" / "run.json").read_text())
+    n = 2 * cfg.n_private + cfg.n_public + cfg.n_test  # private, blurred private, public, test
+    in_readme(f"Caching the frozen features of the {n:,} images (private, blurred private, public, test) took "
+              f"{run['wall_seconds']['features'] / 60:.1f} min")
+    b = pd.read_csv(ROOT / "benchmarks" / "results" / "frozen_features.csv").set_index(["backbone", "mode"])
+    eff, mov = (b.loc[(k, "channels-last (PoseNet.features)")] for k in ("efficientnet_lite0", "movenet_lightning"))
+    eff_a, mov_a = (b.loc[(k, "default layout (anchor)")] for k in ("efficientnet_lite0", "movenet_lightning"))
+    in_readme(f"({int(eff['size'])} px, batch {int(eff['batch'])}, {int(eff['threads'])} threads; `benchmarks/results/frozen_features.csv`): "
+              f"EfficientNet-Lite0 {eff.ms_per_image:.2f} against {eff_a.ms_per_image:.2f} ms per image "
+              f"({eff.speedup_vs_anchor:.2f}×), MoveNet-Lightning {mov.ms_per_image:.2f} against "
+              f"{mov_a.ms_per_image:.2f} ({mov.speedup_vs_anchor:.2f}×), the features equal up to a relative "
+              f"{float(eff.max_rel_diff):.1e}")
+    assert eff.speedup_vs_anchor > 1 and mov.speedup_vs_anchor > 1 and float(b.max_rel_diff.max()) < 1e-5
+
+
 def test_dppose_claims_and_verdicts():
     c = csv("dppose/table5_claims")
     for r in c.itertuples():
