@@ -420,6 +420,7 @@ def test_feature_methods_state_the_feature_level_guarantee(data, public):
     assert "public_loss" in res.history[-1] and math.isfinite(res.history[-1]["public_loss"])
 
 
+@pytest.mark.slow
 def test_private_and_public_view_batches_are_two_independent_poisson_samples(data, monkeypatch):
     """Every private step draws its batch with the tested Poisson sampler at the accounted rate q = B / n, and the
     feature methods draw the public-view batch with another generator (Algorithm 1: independent batches)."""

@@ -540,8 +540,9 @@ class PoseNet(nn.Module):
                              f"got {tuple(images.shape)}")
         bs = check_int("batch_size", batch_size, minimum=1)
         dev = self.mean.device
-        # channels-last input: the oneDNN convolutions of the frozen part run about 1.5x faster on CPU; the features
-        # equal forward()'s up to float rounding (forward() keeps the default layout, which torch.func's vmap needs)
+        # channels-last input: the oneDNN convolutions of the frozen part run faster on CPU
+        # (benchmarks/bench_frozen_features.py); the features equal forward()'s up to float rounding (forward() keeps
+        # the default layout, which torch.func's vmap needs)
         out = [self.frozen(((images[i:i + bs].to(dev) - self.mean) / self.std)
                            .contiguous(memory_format=torch.channels_last)).contiguous()
                for i in range(0, images.shape[0], bs)]
