@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # a whole-library scan: make test runs it, the development subset (make test-fast) does not
 def test_house_targets_hold():
     out = subprocess.run([sys.executable, str(ROOT / "tools" / "house_metrics.py"), "--json"], cwd=ROOT,
                          capture_output=True, text=True, check=True, timeout=300).stdout
