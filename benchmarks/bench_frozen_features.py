@@ -68,16 +68,18 @@ def main(argv: list[str] | None = None) -> int:
             rows.append({"backbone": backbone, "mode": name, "ms_per_image": round(1000 * med / args.images, 2),
                          "speedup_vs_anchor": round(anchor / med, 2), "max_rel_diff": f"{rel:.1e}",
                          "size": args.size, "batch": args.batch, "threads": args.threads})
-    w = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]))
-    w.writeheader()
-    w.writerows(rows)
+    _write_csv(rows, sys.stdout)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         with args.out.open("w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+            _write_csv(rows, fh)
     return 0
+
+
+def _write_csv(rows: list[dict], fh) -> None:
+    w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+    w.writeheader()
+    w.writerows(rows)
 
 
 if __name__ == "__main__":
