@@ -409,7 +409,7 @@ with timer("dprag"):
                              privacy=sorted(set(grid_privacy) | set(paper_privacy)), repeats=cfg.rag_repeats,
                              n_boot=cfg.n_boot, seed=seed)
     example = private_retrieve(query_e[0], chunk_e, tau=0.35, k=20, epsilon=1.0, delta=1e-5,
-                               generator=torch.Generator().manual_seed(seed))
+                               calibration="scoreshield", generator=torch.Generator().manual_seed(seed))
     print(f"{len(bench.chunks)} chunks, {len(bench.queries)} questions, {sum(map(len, bench.gold))} gold chunks; "
           f"{cfg.rag_repeats} noise draws per setting.\nThe guarantee of one question's retrieval at ε = 1, δ = 1e-5:")
     print(example.guarantee)

@@ -147,7 +147,7 @@ def test_recall_and_gold_errors():
 # ------------------------------------------------------------------------------------------------ the DP release
 def test_private_retrieve_uses_the_dp_score_release_and_its_guarantee():
     C, Q = unit(60, 16, seed=1), unit(4, 16, seed=2)
-    kw = {"epsilon": 20.0, "delta": 1e-4}
+    kw = {"epsilon": 20.0, "delta": 1e-4, "calibration": "scoreshield"}
     pr = private_retrieve(Q, C, tau=0.25, k=5, generator=make_generator(7), accounting="per_query", **kw)
     ref = release_scores(Q, C, generator=make_generator(7), accounting="per_query", **kw)
     # by default the guarantee covers the 4 questions this call releases together, not one of them

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import pytest
@@ -10,7 +11,7 @@ from dp_accounting import GaussianDpEvent, SelfComposedDpEvent
 
 from privkit.errors import InvalidArgumentError, NotUnitNormError, ShapeError, UnknownNameError
 from privkit.privacy import analytic_gaussian_delta, audit, gaussian_sigma, make_generator
-from privkit.scoreshield import correlation_residuals, record_sensitivity, release_gram, release_scores
+from privkit.scoreshield import correlation_residuals, private_retrieve, record_sensitivity, release_gram, release_scores
 from privkit.scoreshield.release import SCORE_NEIGHBOURING, SCORE_PROTECTS
 
 
@@ -38,9 +39,24 @@ def test_scores_shape_dtype_clip_and_noise_level():
     assert r.sensitivity == 2.0 and r.calibration == "analytic"
 
 
-def test_scoreshield_sigma_is_the_papers_and_guarantee_is_honest():
+def test_default_calibration_meets_the_request():
+    """The default σ is the analytic one, so a user who names no calibration gets the (ε, δ) asked for, also at
+    ε ≥ 1 where the paper's rule under-noises; the Gram release and private retrieval default to it too."""
     E = unit(10, 4)
     r = release_scores(E[0], E, epsilon=20.0, delta=1e-4, generator=make_generator(0))
+    assert r.calibration == "analytic" and r.guarantee.meets_request
+    assert r.sigma == pytest.approx(gaussian_sigma(20.0, 1e-4, sensitivity=2.0, method="analytic"), rel=1e-12)
+    assert r.sigma > gaussian_sigma(20.0, 1e-4, sensitivity=2.0, method="scoreshield")  # the paper's σ is too small
+    g = release_gram(E, epsilon=20.0, delta=1e-4, generator=make_generator(0))
+    assert g.guarantee.processing[0] == "analytic calibration of σ" and g.guarantee.meets_request
+    assert g.sigma == pytest.approx(gaussian_sigma(20.0, 1e-4, sensitivity=g.sensitivity, method="analytic"),
+                                    rel=1e-12)
+    assert inspect.signature(private_retrieve).parameters["calibration"].default == "analytic"
+
+
+def test_scoreshield_sigma_is_the_papers_and_guarantee_is_honest():
+    E = unit(10, 4)
+    r = release_scores(E[0], E, epsilon=20.0, delta=1e-4, calibration="scoreshield", generator=make_generator(0))
     assert r.sigma == pytest.approx(2.0 * math.sqrt(2.0 * math.log(2.0 / 1e-4)) / 20.0, rel=1e-12)
     assert r.sigma == pytest.approx(0.445, abs=5e-4)  # docs/scoreshield.md §5 table
     gt = r.guarantee
@@ -58,7 +74,7 @@ def test_scoreshield_sigma_is_the_papers_and_guarantee_is_honest():
     assert "ε=20.00" in str(gt) and "δ=0.00863" in str(gt) and "replace-one" in gt.neighbouring
     assert "Gaussian mechanism" in gt.mechanism and "scoreshield calibration" in gt.mechanism
     # at the paper's eps >= 70 there is no guarantee left at all
-    r70 = release_scores(E[0], E, epsilon=70.0, delta=1e-4, generator=make_generator(0))
+    r70 = release_scores(E[0], E, epsilon=70.0, delta=1e-4, calibration="scoreshield", generator=make_generator(0))
     assert r70.guarantee.delta > 0.9
 
 
@@ -225,7 +241,7 @@ def test_gram_none_returns_symmetric_noise_with_the_right_variances():
 
 def test_gram_record_adjacency_guarantee_and_labels():
     E = unit(10, 4)
-    r = release_gram(E, epsilon=1.0, delta=1e-5, generator=make_generator(0))
+    r = release_gram(E, epsilon=1.0, delta=1e-5, calibration="scoreshield", generator=make_generator(0))
     assert r.sensitivity == pytest.approx(2 * math.sqrt(18))
     assert r.sigma == pytest.approx(r.sensitivity * math.sqrt(2 * math.log(2 / 1e-5)) / 1.0, rel=1e-12)
     assert r.guarantee.neighbours.relation == "replace-one" and r.guarantee.neighbours.norm == "frobenius"
@@ -248,7 +264,7 @@ def test_gram_record_adjacency_guarantee_and_labels():
 def test_gram_large_epsilon_guarantee_is_honest():
     E = unit(64, 8)
     r = release_gram(E, epsilon=20.0, delta=1e-4, adjacency="gram", delta_g=2.0, projection="clip",
-                     generator=make_generator(0))
+                     calibration="scoreshield", generator=make_generator(0))
     assert not r.guarantee.meets_request
     assert r.guarantee.delta == pytest.approx(8.6e-3, rel=0.01)  # same sigma/Delta ratio as the score case
 

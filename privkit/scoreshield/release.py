@@ -11,14 +11,14 @@ Both are Gaussian mechanisms on unit embeddings (docs/scoreshield.md §2):
   matrices (:mod:`privkit.scoreshield.projection`).  Symmetrising and projecting are
   post-processing.
 
-Honest guarantees.  ``calibration="scoreshield"`` reproduces the paper's noise
-σ = Δ√(2 ln(2/δ))/ε exactly, but that rule is a valid (ε, δ) calibration only for
-ε < 1.  The returned :class:`~privkit.privacy.PrivacyGuarantee` therefore states the
+Honest guarantees.  The default, ``calibration="analytic"``, uses the smallest σ that meets
+the requested (ε, δ) (Balle & Wang 2018).  ``calibration="scoreshield"`` reproduces the paper's
+noise σ = Δ√(2 ln(2/δ))/ε exactly (the notebooks pass it explicitly), but that rule is a valid
+(ε, δ) calibration only for ε < 1.  The returned :class:`~privkit.privacy.PrivacyGuarantee` therefore states the
 (ε, δ) that truly holds for the σ used: the requested ε and the exact δ of the
 Gaussian mechanism at that σ (Balle & Wang 2018, :func:`~privkit.privacy.analytic_gaussian_delta`),
 with ``requested_delta`` and a note when the requested δ is not met (ε = 20, δ = 1e-4
-really gives δ ≈ 8.6e-3).  ``calibration="analytic"`` uses the smallest σ that meets the
-request.
+really gives δ ≈ 8.6e-3).
 
 Embeddings must have unit L2 norm within :data:`privkit._validate.UNIT_NORM_TOL`
 (1e-4); they are then re-normalised exactly, so that the sensitivity bounds hold for the
@@ -222,7 +222,7 @@ def release_scores(
     *,
     epsilon: float,
     delta: float,
-    calibration: Calibration = "scoreshield",
+    calibration: Calibration = "analytic",
     generator: torch.Generator | None = None,
     sensitivity: float = QUERY_SENSITIVITY,
     accounting: Literal["joint", "per_query"] = "joint",
@@ -237,9 +237,9 @@ def release_scores(
         gallery: private unit embeddings E, shape ``(n, d)`` (one row per record).
         epsilon: privacy parameter, > 0.
         delta: privacy parameter in (0, 1).
-        calibration: ``"scoreshield"`` (the paper's σ = Δ√(2 ln(2/δ))/ε, reproduced exactly;
-            the guarantee then reports the δ that truly holds) or ``"analytic"`` (minimal σ that
-            meets the request).
+        calibration: ``"analytic"`` (default: the smallest σ that meets the request) or
+            ``"scoreshield"`` (the paper's σ = Δ√(2 ln(2/δ))/ε, reproduced exactly; at ε ≥ 1 it
+            can miss the requested δ, and the guarantee then reports the δ that truly holds).
         generator: ``torch.Generator`` on the gallery's device; ``None`` seeds from OS entropy.
         sensitivity: Δ per query row, > 0.  2 is the bound for unit embeddings.  A smaller value
             (the paper's domain-restricted 1.5) is enforced: the clean scores are clamped into the
@@ -356,7 +356,7 @@ def release_gram(
     adjacency: Literal["record", "gram"] = "record",
     delta_g: float | None = None,
     projection: Literal["nearest", "aap", "clip", "none"] = "nearest",
-    calibration: Calibration = "scoreshield",
+    calibration: Calibration = "analytic",
     generator: torch.Generator | None = None,
     solver: Literal["newton", "dykstra"] = "newton",
     tol: float = 1e-7,
@@ -382,7 +382,8 @@ def release_gram(
             (the paper's Algorithm 3, at most ``max_iter`` = 500 sweeps, feasible but not nearest),
             ``"clip"`` (one eigendecomposition: clip negative eigenvalues and rescale the
             diagonal — AAP's final step alone) or ``"none"`` (the symmetric noisy matrix).
-        calibration: ``"scoreshield"`` (the paper's σ; true δ reported) or ``"analytic"``.
+        calibration: ``"analytic"`` (default: the smallest σ that meets the request) or
+            ``"scoreshield"`` (the paper's σ; the δ that truly holds is reported).
         generator: ``torch.Generator`` on the embeddings' device; ``None`` seeds from OS entropy.
         solver: ``"newton"`` (Qi–Sun, default) or ``"dykstra"`` for ``projection="nearest"``.
         tol: solver tolerance (see :func:`~privkit.scoreshield.nearest_correlation`).

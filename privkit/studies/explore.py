@@ -129,7 +129,7 @@ def scoreshield_view(epsilon: float, delta: float, n: int, *, tau: float = 0.5, 
     clean = emb @ emb.T
     err = {}
     for projection in ("none", "nearest"):
-        rel = release_gram(emb, epsilon=epsilon, delta=delta, projection=projection,
+        rel = release_gram(emb, epsilon=epsilon, delta=delta, projection=projection, calibration="scoreshield",
                            generator=torch.Generator().manual_seed(seed + 1))
         err[projection] = float((rel.matrix - clean).norm() / clean.norm())
     print(f"score vector (sensitivity 2): paper's σ = {s_paper:.4g}, analytic σ = {s_exact:.4g}; the paper's σ "
