@@ -474,15 +474,16 @@ def test_load_mpii_geometry_and_mat_head_boxes(tmp_path):
     assert isinstance(pose, PoseSet) and len(pose) == 3
     assert pose.images.shape == (3, 3, 20, 20) and pose.keypoints.shape == (3, 16, 2)
     assert pose.meta["windows"][0] == [15, 7, 65, 57]  # centre (40, 32) 0-based, side 50
-    # joint 0 of person 0 sits exactly on the adjusted centre -> middle of the crop
-    assert torch.allclose(pose.keypoints[0, 0], torch.tensor([10.0, 10.0]), atol=1e-5)
-    assert torch.allclose(pose.keypoints[0, 1], torch.tensor([10.4, 10.4]), atol=1e-5)  # +1 px * 20/50
+    # joint 0 of person 0 sits on the adjusted centre, pixel 40 - 15 = 25 of the crop; pixel centres map as
+    # q + 0.5 = (25 + 0.5) * 20/50 (the pixel-index convention through Pillow's resize)
+    assert torch.allclose(pose.keypoints[0, 0], torch.tensor([9.7, 9.7]), atol=1e-5)
+    assert torch.allclose(pose.keypoints[0, 1], torch.tensor([10.1, 10.1]), atol=1e-5)  # +1 px * 20/50
     green = torch.tensor(GREEN, dtype=torch.float32) / 255
     assert torch.allclose(pose.images[0, :, 9:11, 9:11], green.view(3, 1, 1).expand(3, 2, 2), atol=0.1)
     assert torch.allclose(pose.images[0, :, 1, 1], torch.tensor(BLUE, dtype=torch.float32) / 255, atol=0.1)
     # head box from headboxes_src (1-based -> 0-based), in crop pixels
     assert "gt_valid.mat" in pose.meta["head_box_source"]
-    expect = (torch.tensor([35.0, 20.0, 45.0, 30.0]) - torch.tensor([15.0, 7.0, 15.0, 7.0])) * 20 / 50
+    expect = (torch.tensor([35.0, 20.0, 45.0, 30.0]) - torch.tensor([15.0, 7.0, 15.0, 7.0]) + 0.5) * 20 / 50 - 0.5
     assert torch.allclose(pose.head_box[0], expect, atol=1e-5)
     # visibility; unlabelled joints zeroed
     assert pose.visible[0].all() and not pose.visible[1, 15] and pose.visible[1, :15].all()
@@ -505,7 +506,7 @@ def test_mpii_joint_head_boxes_and_json_field(tmp_path):
     assert "privkit [I]" in pose.meta["head_box_source"]
     assert len(pose) == 2 and pose.meta["dropped_no_head_box"] == 1
     # head top (49, 9) and neck (49, 19) 0-based: square of side 10 centred at (49, 14)
-    expect = (torch.tensor([44.0, 9.0, 54.0, 19.0]) - torch.tensor([15.0, 7.0, 15.0, 7.0])) * 20 / 50
+    expect = (torch.tensor([44.0, 9.0, 54.0, 19.0]) - torch.tensor([15.0, 7.0, 15.0, 7.0]) + 0.5) * 20 / 50 - 0.5
     assert torch.allclose(pose.head_box[0], expect, atol=1e-5)
     with pytest.raises(MissingResourceError, match="gt_valid.mat"):
         load_mpii(tmp_path, head_boxes="mat")
@@ -516,7 +517,7 @@ def test_mpii_joint_head_boxes_and_json_field(tmp_path):
     _write_mpii(other, head_field=True)
     pj = load_mpii(other, size=20)
     assert "head_box" in pj.meta["head_box_source"] and len(pj) == 3
-    expect = (torch.tensor([40.0, 10.0, 60.0, 30.0]) - torch.tensor([15.0, 7.0, 15.0, 7.0])) * 20 / 50
+    expect = (torch.tensor([40.0, 10.0, 60.0, 30.0]) - torch.tensor([15.0, 7.0, 15.0, 7.0]) + 0.5) * 20 / 50 - 0.5
     assert torch.allclose(pj.head_box[0], expect, atol=1e-5)
 
 
@@ -678,3 +679,30 @@ def test_faceset_subset_keeps_per_row_meta_aligned(tmp_path):
     assert faces.subset(mask).meta["files"] == [files[1], files[3]]
     assert faces.subset(mask).meta["identity_names"] == faces.meta["identity_names"]  # not per row
     assert faces.meta["files"] == files  # the original is untouched
+
+
+@pytest.mark.parametrize("side,out", [(200, 20), (50, 20), (40, 80)])
+def test_mpii_keypoints_land_on_the_image_content(tmp_path, side, out):
+    """A blob centred on a joint (pixel-index convention) keeps its intensity centroid on the mapped joint after
+    the crop and Pillow's resize, when shrinking and when enlarging; scaling the index alone misses by 0.5 (1 - s)."""
+    from privkit.data.paper.common import _decode, _map_pixel_points, _map_points
+
+    w = h = 240
+    joint = torch.tensor([[[101.3, 117.6]]], dtype=torch.float64)
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float64)
+    blob_sd = max(2.5, 2.0 * side / out)  # wide enough to survive the shrink, well inside the window
+    blob = np.exp(-((xx - 101.3) ** 2 + (yy - 117.6) ** 2) / (2 * blob_sd**2))
+    img = np.repeat((blob * 255).round().astype(np.uint8)[..., None], 3, axis=2)
+    path = tmp_path / "blob.png"
+    Image.fromarray(img).save(path)
+    win = (101 - side // 2, 118 - side // 2, 101 - side // 2 + side, 118 - side // 2 + side)
+    arr, got_win, _ = _decode(path, lambda w_, h_: win, out)
+    assert got_win == win
+    m = arr[..., 0].astype(np.float64)
+    centroid = torch.tensor([(m * np.arange(out)[None, :]).sum() / m.sum(), (m * np.arange(out)[:, None]).sum() / m.sum()])
+    mapped = _map_pixel_points(joint, [win], out)[0, 0].double()
+    torch.testing.assert_close(mapped, centroid, atol=0.06, rtol=0)
+    s = out / side
+    if abs(1 - s) > 0.3:  # the old index scaling is measurably off by 0.5 (1 - s)
+        naive = _map_points(joint, [win], out)[0, 0].double()
+        assert ((naive - centroid).abs() - 0.5 * abs(1 - s)).abs().max() < 0.08

@@ -73,11 +73,11 @@ def test_mpii_valid_split_matches_the_renderer(mpii_root):
         vis = ref.visible[src]
         assert torch.equal(pose.visible[k], vis)
         # keypoints: the renderer's, mapped by the crop window (the JSON's 1-based values round to 1e-4 px)
-        expect = (ref.keypoints[src].double() - torch.tensor([x0, y0])) * out / side
+        expect = (ref.keypoints[src].double() - torch.tensor([x0, y0]) + 0.5) * out / side - 0.5
         torch.testing.assert_close(pose.keypoints[k][vis].double(), expect[vis], atol=1e-3, rtol=0)
         assert pose.keypoints[k][~vis].eq(0).all()
         assert ((pose.keypoints[k][vis] > 0) & (pose.keypoints[k][vis] < out)).all()  # inside the crop
-        hb = (ref.head_box[src].double().view(2, 2) - torch.tensor([x0, y0])) * out / side
+        hb = (ref.head_box[src].double().view(2, 2) - torch.tensor([x0, y0]) + 0.5) * out / side - 0.5
         torch.testing.assert_close(pose.head_box[k].double(), hb.reshape(4), atol=1e-3, rtol=0)
         # the pixels: the rendered figure, cropped by the same window (black outside), up to JPEG noise
         pixels = (ref.images[src].clamp(0, 1) * 255).round().to(torch.uint8).permute(1, 2, 0).numpy()

@@ -25,7 +25,7 @@ from .common import (
     _first_existing,
     _format_error,
     _generator,
-    _map_points,
+    _map_pixel_points,
     _resolve_max_images,
     _square_around,
 )
@@ -112,7 +112,10 @@ def load_mpii(
     "joints_vis": [0/1 x 16]}`` in MPII joint order (:data:`privkit.data.types.MPII_JOINTS`), with
     MATLAB's 1-based pixel coordinates and ``scale`` = person height / 200 px. Like HRNet, privkit shifts the
     centre down by 15 * s, enlarges the scale by 1.25 and converts to 0-based pixels; the crop is the square
-    of side 200 * 1.25 * s around that centre (black padding outside the photo), resized to ``size``.
+    of side 200 * 1.25 * s around that centre (black padding outside the photo), resized to ``size``. Joints and
+    head boxes keep the pixel-index convention (pixel ``i`` has its centre at ``i``, as privkit's pose sets) through
+    the crop and the resize, which maps pixel centres: a joint on a source pixel's centre lands on the centre of
+    the output content it became.
 
     Head boxes (the PCKh normaliser) are not in these JSON files. ``head_boxes`` chooses the source:
 
@@ -242,10 +245,10 @@ def load_mpii(
     images, wins, _ = _decode_many(
         paths, [make_fn(w) for w in windows], size, num_workers=num_workers, progress=progress, desc=f"mpii-{split}"
     )
-    kp = _map_points(joints[rows], wins, size)
+    kp = _map_pixel_points(joints[rows], wins, size)
     visible = vis[rows]
     kp[~visible] = 0.0
-    head = _map_points(hb[rows].reshape(-1, 2, 2), wins, size).reshape(-1, 4)
+    head = _map_pixel_points(hb[rows].reshape(-1, 2, 2), wins, size).reshape(-1, 4)
     ident, names = _contiguous_ids(image_names)
     return PoseSet(
         images=images,
