@@ -114,8 +114,7 @@ def load_mpii(
     centre down by 15 * s, enlarges the scale by 1.25 and converts to 0-based pixels; the crop is the square
     of side 200 * 1.25 * s around that centre (black padding outside the photo), resized to ``size``. Joints and
     head boxes keep the pixel-index convention (pixel ``i`` has its centre at ``i``, as privkit's pose sets) through
-    the crop and the resize, which maps pixel centres: a joint on a source pixel's centre lands on the centre of
-    the output content it became.
+    the crop and the resize; the resize maps pixel centres, so each joint stays on the image content it marks.
 
     Head boxes (the PCKh normaliser) are not in these JSON files. ``head_boxes`` chooses the source:
 
