@@ -16,10 +16,12 @@ from privkit.privacy import (
     epsilon_lower_bound,
     gaussian_sigma,
     laplace_scale,
+    poisson_subset,
     sample_gaussian,
     sample_laplace,
 )
 from privkit.metrics import clopper_pearson_upper
+from privkit.privacy.accounting import epsilon_spent
 
 F64 = torch.float64
 ZERO, ONE = torch.tensor(0.0, dtype=F64), torch.tensor(1.0, dtype=F64)
@@ -66,6 +68,32 @@ def test_laplace_with_half_the_scale_is_caught():
     r = audit(laplace_mechanism(laplace_scale(1.0) / 2), ZERO, ONE, n_samples=400_000, claimed_epsilon=1.0, seed=0)
     assert r.passed is False and 1.8 < r.epsilon_lower <= 2.0  # true epsilon is 2
 
+
+
+def poisson_step(q_used: float, sigma: float):
+    """One DP-SGD step on the record that may be added: its clipped gradient (1 = the clip norm, on a direction the
+    released sum is projected on; the other records' gradients cancel) enters the batch when DP-SGD's sampler
+    (:func:`privkit.privacy.poisson_subset`, one draw per output) picks it, then Gaussian noise sigma * C."""
+
+    def mechanism(present, n, generator):
+        picked = torch.zeros(n, dtype=F64)
+        picked[poisson_subset(n, q_used, generator=generator)] = 1.0
+        return (float(present) * picked + sigma * torch.randn(n, generator=generator, dtype=F64)).unsqueeze(1)
+    return mechanism
+
+
+@pytest.mark.parametrize("accountant", ["prv", "pld", "rdp"])
+def test_poisson_sampled_step_audits_below_the_accountants_claim_and_oversampling_is_caught(accountant):
+    """The subsampled Gaussian as DP-SGD runs it (privkit's sampler, one step, add/remove of one record) stays
+    below each accountant's epsilon; a sampler that picks the record more often than the accounted q (here always,
+    as a fixed batch that contains it would) is caught."""
+    q, sigma, delta = 0.2, 1.0, 1e-3
+    claim = epsilon_spent(noise_multiplier=sigma, sample_rate=q, steps=1, delta=delta, accountant=accountant)
+    ok = audit(poisson_step(q, sigma), ONE, ZERO, n_samples=1_000_000, delta=delta, claimed_epsilon=claim, seed=0)
+    assert ok.passed, str(ok)
+    assert ok.epsilon_lower > 0.6 * claim  # the audit has power (0.90 of PRV's claim at seed 0; RDP's is looser)
+    bad = audit(poisson_step(1.0, sigma), ONE, ZERO, n_samples=1_000_000, delta=delta, claimed_epsilon=claim, seed=0)
+    assert bad.passed is False and bad.epsilon_lower > claim
 
 def randomized_response(epsilon: float):
     keep = float(np.exp(epsilon) / (1 + np.exp(epsilon)))
