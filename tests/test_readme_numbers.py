@@ -487,3 +487,36 @@ def test_synthesisnet_image_size_benchmark():
     f128 = df[(df.image_size == 128) & (df.release == "no DP noise")].set_index("judge").hits
     f64 = df[(df.image_size == 64) & (df.release == "no DP noise")].set_index("judge").hits
     assert f128["faceres"] <= f64["faceres"] and f128["dlib"] - f64["dlib"] <= 2
+
+
+def test_synthesisnet_seeds_benchmark():
+    """The seeds-and-width sentence is rebuilt from the benchmark's committed CSV, and its verdicts are checked."""
+    df = pd.read_csv(ROOT / "benchmarks" / "results" / "synthesisnet_seeds.csv")
+    nf = df[df.release == "no DP noise"]
+
+    def hits(width: int, seed: int, judge: str) -> str:
+        r = nf[(nf.width == width) & (nf.seed == seed) & (nf.judge == judge)].iloc[0]
+        return f"{r.hits}/{r.n_probes}"
+
+    cost = df.drop_duplicates(["width", "seed"]).set_index(["width", "seed"])
+    fr = nf[nf.judge == "faceres"].set_index(["width", "seed"]).hits
+    target = 10  # 5x chance of 120 probes over 60 identities
+    assert (nf.chance == 1 / 60).all() and (nf.n_probes == 120).all()
+    spread16, spread32 = abs(fr[(16, 0)] - fr[(16, 1)]), abs(fr[(32, 0)] - fr[(32, 1)])
+    miss = target - fr.max()
+    in_readme(f"faceres recognises {hits(16, 0, 'faceres')} and {hits(16, 1, 'faceres')} of the noise-free releases "
+              f"at width 16 (seeds 0 and 1) and {hits(32, 0, 'faceres')} and {hits(32, 1, 'faceres')} at width 32; "
+              f"dlib {hits(16, 0, 'dlib')} and {hits(16, 1, 'dlib')}, and {hits(32, 0, 'dlib')} and "
+              f"{hits(32, 1, 'dlib')}; width 32 trains {cost.loc[(32, 0)].train_ratio_to_anchor:.1f}× and "
+              f"{cost.loc[(32, 1)].train_ratio_to_anchor:.1f}× as long as width 16 at seed 0. No run reaches the "
+              f"target's {target}/120 (5× chance 0.017). The two seeds of one width differ by {spread16} (width 16) "
+              f"and {spread32} (width 32) hits, more than the {miss} by which the best runs miss the target")
+    # the verdicts the sentence draws: no run reaches the target; the seed spread exceeds the miss; width 32's mean
+    # is not above width 16's by more than the seed spread
+    assert miss > 0 and min(spread16, spread32) > miss
+    assert fr.xs(32, level="width").mean() - fr.xs(16, level="width").mean() <= min(spread16, spread32)
+    # the anchor run is the notebook's own training: same hits as the committed default figures
+    fig3 = csv("synthesisnet/fig3_identity_vs_epsilon")
+    nb = fig3[(fig3.method == "no DP noise") & (fig3.judge.isin(["faceres", "dlib"]))].set_index("judge")
+    for judge in ("faceres", "dlib"):
+        assert round(nb.rank1[judge] * nb.n_probes[judge]) == int(hits(16, 0, judge).split("/")[0])
