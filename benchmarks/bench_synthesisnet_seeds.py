@@ -22,51 +22,23 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import math
 import sys
-import time
-from dataclasses import replace
 from pathlib import Path
 
-import pandas as pd
-import torch
+from _synthesisnet_runs import train_and_judge, write_results
 
-import privkit
-from privkit.data import load_faces
 from privkit.encoders import load_encoder
 from privkit.encoders.human_faces import load_faceres_attributes
-from privkit.studies.synthesisnet import experiments as X
-from privkit.studies.synthesisnet import tables as T
-from privkit.synthesisnet import SynthesisNet, aligned_faces
 
 
 def one_run(width: int, seed: int, *, judges: tuple) -> tuple[dict, list[dict]]:
     """Train the default preset at ``width`` with ``seed`` and judge its noise-free release and reconstruction."""
-    cfg = replace(privkit.config.load("synthesisnet", "default"), width=width)
-    faces = load_faces(cfg.face_set, n_identities=cfg.n_train_identities + cfg.n_test_identities,
-                       images_per_identity=cfg.images_per_identity, size=cfg.render_size, seed=seed)
-    faces = aligned_faces(faces, size=cfg.image_size, margin=cfg.align_margin)
-    train, test = X.split_identities(faces, n_train=cfg.n_train_identities, n_test=cfg.n_test_identities, seed=seed)
-    torch.set_num_threads(1)  # as the notebook trains
-    t0, c0 = time.perf_counter(), time.process_time()
-    net = SynthesisNet(X.net_config(cfg)).fit(train, epochs_ae=cfg.epochs_ae, epochs_gan=cfg.epochs_gan,
-                                              batch_size=cfg.batch_size, seed=seed, device="cpu")
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    releases = {("no DP noise", math.inf): X.with_noise(net, "none").publish(test.images, epsilon=None)[0].cpu(),
-                ("reconstruction (decoder)", math.inf): net.reconstruct(test.images).cpu()}
-    torch.set_num_threads(2)  # as the notebook judges
-    faceres, dlib = judges
-    judged = T.judge_releases(
-        releases, faceres=faceres, dlib=dlib, own=lambda imgs: net.encode(imgs)[0].cpu(), train=train, test=test,
-        cfg=replace(cfg, judge_epsilons=(), baseline_epsilons=(), n_bootstrap=0), dataset=faces.name,
-        scale=f"bench-w{width}-s{seed}", seed=seed).judged
-    rows = []
-    for r in judged[judged.judge.isin(["faceres", "dlib"]) & (judged.method != "original")].itertuples():
-        hits = int(round(r.rank1 * r.n_probes))
-        rows.append({"width": width, "seed": seed, "judge": r.judge, "release": r.method, "hits": hits,
-                     "n_probes": int(r.n_probes), "chance": r.rank1_chance, "rank1": r.rank1,
-                     "ratio_to_chance": r.rank1 / r.rank1_chance, "identity_distance": r.identity_distance})
-    return {"width": width, "seed": seed, "train_wall_s": wall, "train_cpu_s": cpu}, rows
+    run = train_and_judge(seed, judges=judges, scale=f"bench-w{width}-s{seed}", width=width)
+    rows = [{"width": width, "seed": seed, "judge": r["judge"], "release": r["release"], "hits": r["hits"],
+             "n_probes": r["n_probes"], "chance": r["chance"], "rank1": r["rank1"],
+             "ratio_to_chance": r["rank1"] / r["chance"], "identity_distance": r["identity_distance"]}
+            for r in run.rows]
+    return {"width": width, "seed": seed, "train_wall_s": run.train_wall_s, "train_cpu_s": run.train_cpu_s}, rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,15 +55,7 @@ def main(argv: list[str] | None = None) -> int:
             costs.append(cost)
             rows += judged
             print(f"width {width}, seed {seed}: training {cost['train_wall_s']:.0f} s wall", flush=True)
-    cost = pd.DataFrame(costs)
-    cost["train_ratio_to_anchor"] = cost.train_wall_s / cost.train_wall_s.iloc[0]
-    df = pd.DataFrame(rows).merge(cost, on=["width", "seed"])
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(df.to_string(index=False))
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        df.to_csv(args.out, index=False)
-        print(f"wrote {args.out}")
+    write_results(costs, rows, on=["width", "seed"], out=args.out)
     return 0
 
 

@@ -1,0 +1,76 @@
+"""Shared by the SynthesisNet benchmarks: train the default preset with overrides and judge its noise-free release.
+
+Not a benchmark itself (the leading underscore): ``bench_synthesisnet_image_size.py`` and
+``bench_synthesisnet_seeds.py`` import it (they run as scripts from the repository root, with ``benchmarks/`` on
+``sys.path``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+
+import privkit
+from privkit.data import load_faces
+from privkit.studies.synthesisnet import experiments as X
+from privkit.studies.synthesisnet import tables as T
+from privkit.synthesisnet import SynthesisNet, aligned_faces
+
+
+@dataclass
+class JudgedRun:
+    """One trained network: training wall and CPU seconds, training images, and one row per (judge, release)."""
+
+    train_wall_s: float
+    train_cpu_s: float
+    n_train_images: int
+    rows: list[dict[str, Any]]
+
+
+def train_and_judge(seed: int, *, judges: tuple, scale: str, **overrides: Any) -> JudgedRun:
+    """Train the default preset (with ``overrides`` of its fields) and judge the noise-free release and the
+    decoder's reconstruction with faceres and dlib, as the notebook does
+    (:func:`privkit.studies.synthesisnet.tables.judge_releases`)."""
+    cfg = replace(privkit.config.load("synthesisnet", "default"), **overrides)
+    faces = load_faces(cfg.face_set, n_identities=cfg.n_train_identities + cfg.n_test_identities,
+                       images_per_identity=cfg.images_per_identity, size=cfg.render_size, seed=seed)
+    faces = aligned_faces(faces, size=cfg.image_size, margin=cfg.align_margin)
+    train, test = X.split_identities(faces, n_train=cfg.n_train_identities, n_test=cfg.n_test_identities, seed=seed)
+    torch.set_num_threads(1)  # as the notebook trains
+    t0, c0 = time.perf_counter(), time.process_time()
+    net = SynthesisNet(X.net_config(cfg)).fit(train, epochs_ae=cfg.epochs_ae, epochs_gan=cfg.epochs_gan,
+                                              batch_size=cfg.batch_size, seed=seed, device="cpu")
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    releases = {("no DP noise", math.inf): X.with_noise(net, "none").publish(test.images, epsilon=None)[0].cpu(),
+                ("reconstruction (decoder)", math.inf): net.reconstruct(test.images).cpu()}
+    torch.set_num_threads(2)  # as the notebook judges
+    faceres, dlib = judges
+    judged = T.judge_releases(
+        releases, faceres=faceres, dlib=dlib, own=lambda imgs: net.encode(imgs)[0].cpu(), train=train, test=test,
+        cfg=replace(cfg, judge_epsilons=(), baseline_epsilons=(), n_bootstrap=0), dataset=faces.name, scale=scale,
+        seed=seed).judged
+    rows = [{"judge": r.judge, "release": r.method, "hits": int(round(r.rank1 * r.n_probes)),
+             "n_probes": int(r.n_probes), "chance": r.rank1_chance, "rank1": r.rank1,
+             "identity_distance": r.identity_distance}
+            for r in judged[judged.judge.isin(["faceres", "dlib"]) & (judged.method != "original")].itertuples()]
+    return JudgedRun(wall, cpu, len(train), rows)
+
+
+def write_results(costs: list[dict[str, Any]], rows: list[dict[str, Any]], *, on: list[str], out: Any) -> None:
+    """Join each run's training cost (with its ratio to the anchor, the first run) to its judged rows, print the
+    table and write it to ``out`` (a path; ``None`` prints only)."""
+    import pandas as pd
+
+    cost = pd.DataFrame(costs)
+    cost["train_ratio_to_anchor"] = cost.train_wall_s / cost.train_wall_s.iloc[0]
+    df = pd.DataFrame(rows).merge(cost, on=on)
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(df.to_string(index=False))
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        df.to_csv(out, index=False)
+        print(f"wrote {out}")
