@@ -699,7 +699,8 @@ def test_mpii_keypoints_land_on_the_image_content(tmp_path, side, out):
     arr, got_win, _ = _decode(path, lambda w_, h_: win, out)
     assert got_win == win
     m = arr[..., 0].astype(np.float64)
-    centroid = torch.tensor([(m * np.arange(out)[None, :]).sum() / m.sum(), (m * np.arange(out)[:, None]).sum() / m.sum()])
+    cols, rows = np.arange(out)[None, :], np.arange(out)[:, None]
+    centroid = torch.tensor([(m * cols).sum() / m.sum(), (m * rows).sum() / m.sum()])
     mapped = _map_pixel_points(joint, [win], out)[0, 0].double()
     torch.testing.assert_close(mapped, centroid, atol=0.06, rtol=0)
     s = out / side

@@ -69,7 +69,6 @@ def test_laplace_with_half_the_scale_is_caught():
     assert r.passed is False and 1.8 < r.epsilon_lower <= 2.0  # true epsilon is 2
 
 
-
 def poisson_step(q_used: float, sigma: float):
     """One DP-SGD step on the record that may be added: its clipped gradient (1 = the clip norm, on a direction the
     released sum is projected on; the other records' gradients cancel) enters the batch when DP-SGD's sampler
@@ -94,6 +93,7 @@ def test_poisson_sampled_step_audits_below_the_accountants_claim_and_oversamplin
     assert ok.epsilon_lower > 0.6 * claim  # the audit has power (0.90 of PRV's claim at seed 0; RDP's is looser)
     bad = audit(poisson_step(1.0, sigma), ONE, ZERO, n_samples=1_000_000, delta=delta, claimed_epsilon=claim, seed=0)
     assert bad.passed is False and bad.epsilon_lower > claim
+
 
 def randomized_response(epsilon: float):
     keep = float(np.exp(epsilon) / (1 + np.exp(epsilon)))

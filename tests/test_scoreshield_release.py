@@ -11,7 +11,13 @@ from dp_accounting import GaussianDpEvent, SelfComposedDpEvent
 
 from privkit.errors import InvalidArgumentError, NotUnitNormError, ShapeError, UnknownNameError
 from privkit.privacy import analytic_gaussian_delta, audit, gaussian_sigma, make_generator
-from privkit.scoreshield import correlation_residuals, private_retrieve, record_sensitivity, release_gram, release_scores
+from privkit.scoreshield import (
+    correlation_residuals,
+    private_retrieve,
+    record_sensitivity,
+    release_gram,
+    release_scores,
+)
 from privkit.scoreshield.release import SCORE_NEIGHBOURING, SCORE_PROTECTS
 
 
