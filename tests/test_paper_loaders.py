@@ -685,7 +685,7 @@ def test_faceset_subset_keeps_per_row_meta_aligned(tmp_path):
 def test_mpii_keypoints_land_on_the_image_content(tmp_path, side, out):
     """A blob centred on a joint (pixel-index convention) keeps its intensity centroid on the mapped joint after
     the crop and Pillow's resize, when shrinking and when enlarging; scaling the index alone misses by 0.5 (1 - s)."""
-    from privkit.data.paper.common import _decode, _map_pixel_points, _map_points
+    from privkit.data.paper.common import _decode, _map_points
 
     w = h = 240
     joint = torch.tensor([[[101.3, 117.6]]], dtype=torch.float64)
@@ -701,7 +701,7 @@ def test_mpii_keypoints_land_on_the_image_content(tmp_path, side, out):
     m = arr[..., 0].astype(np.float64)
     cols, rows = np.arange(out)[None, :], np.arange(out)[:, None]
     centroid = torch.tensor([(m * cols).sum() / m.sum(), (m * rows).sum() / m.sum()])
-    mapped = _map_pixel_points(joint, [win], out)[0, 0].double()
+    mapped = _map_points(joint, [win], out, pixel_index=True)[0, 0].double()
     torch.testing.assert_close(mapped, centroid, atol=0.06, rtol=0)
     s = out / side
     if abs(1 - s) > 0.3:  # the old index scaling is measurably off by 0.5 (1 - s)

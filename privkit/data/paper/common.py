@@ -232,31 +232,24 @@ def _decode_many(
     return images, windows, sizes
 
 
-def _map_points(points: torch.Tensor, windows: Sequence[Window], size: int) -> torch.Tensor:
-    """Map (N, K, 2) source points in continuous image coordinates (pixel ``i`` spans ``[i, i + 1)``, as box edges)
-    into the same coordinates of the resized crops."""
+def _map_points(
+    points: torch.Tensor, windows: Sequence[Window], size: int, *, pixel_index: bool = False
+) -> torch.Tensor:
+    """Map (N, K, 2) source points into the same coordinates of the resized crops.
+
+    ``pixel_index=False``: continuous image coordinates (pixel ``i`` spans ``[i, i + 1)``, as box edges), scaled as
+    they are. ``pixel_index=True``: the pixel-index convention (pixel ``i`` has its centre at ``i``, as MPII's 0-based
+    joints and privkit's pose sets). A crop keeps pixel indices (``j = p - x0``) and Pillow's resize maps pixel
+    *centres* (``q + 0.5 = (j + 0.5) s``), so ``q = (p - x0 + 0.5) s - 0.5``; scaling the index alone would put
+    every point ``0.5 (1 - s)`` output pixels off the image content.
+    """
+    c = 0.5 if pixel_index else 0.0
     w = torch.tensor(windows, dtype=torch.float64).reshape(-1, 4)
     x0, y0 = w[:, 0:1], w[:, 1:2]
     sx = size / (w[:, 2:3] - w[:, 0:1])
     sy = size / (w[:, 3:4] - w[:, 1:2])
     p = points.to(torch.float64)
-    out = torch.stack(((p[..., 0] - x0) * sx, (p[..., 1] - y0) * sy), dim=-1)
-    return out.to(torch.float32)
-
-
-def _map_pixel_points(points: torch.Tensor, windows: Sequence[Window], size: int) -> torch.Tensor:
-    """Map (N, K, 2) source points in the *pixel-index* convention (pixel ``i`` has its centre at ``i``, as MPII's
-    0-based joints and privkit's pose sets) into the same convention in the resized crops.
-
-    A crop keeps pixel indices (``j = p - x0``); Pillow's resize maps pixel *centres* (``q + 0.5 = (j + 0.5) s``), so
-    ``q = (p - x0 + 0.5) s - 0.5``. Scaling the index alone (:func:`_map_points`) would put every point
-    ``0.5 (1 - s)`` output pixels off the image content.
-    """
-    w = torch.tensor(windows, dtype=torch.float64).reshape(-1, 4)
-    sx = size / (w[:, 2:3] - w[:, 0:1])
-    sy = size / (w[:, 3:4] - w[:, 1:2])
-    p = points.to(torch.float64)
-    out = torch.stack(((p[..., 0] - w[:, 0:1] + 0.5) * sx - 0.5, (p[..., 1] - w[:, 1:2] + 0.5) * sy - 0.5), dim=-1)
+    out = torch.stack(((p[..., 0] - x0 + c) * sx - c, (p[..., 1] - y0 + c) * sy - c), dim=-1)
     return out.to(torch.float32)
 
 

@@ -25,7 +25,7 @@ from .common import (
     _first_existing,
     _format_error,
     _generator,
-    _map_pixel_points,
+    _map_points,
     _resolve_max_images,
     _square_around,
 )
@@ -244,10 +244,10 @@ def load_mpii(
     images, wins, _ = _decode_many(
         paths, [make_fn(w) for w in windows], size, num_workers=num_workers, progress=progress, desc=f"mpii-{split}"
     )
-    kp = _map_pixel_points(joints[rows], wins, size)
+    kp = _map_points(joints[rows], wins, size, pixel_index=True)
     visible = vis[rows]
     kp[~visible] = 0.0
-    head = _map_pixel_points(hb[rows].reshape(-1, 2, 2), wins, size).reshape(-1, 4)
+    head = _map_points(hb[rows].reshape(-1, 2, 2), wins, size, pixel_index=True).reshape(-1, 4)
     ident, names = _contiguous_ids(image_names)
     return PoseSet(
         images=images,
