@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 import torch
 
-from .._validate import check_epsilon, check_int, check_positive, check_real
+from .._validate import check_epsilon, check_int, check_positive, check_probability
 from ..device import resolve_device
 from ..errors import InvalidArgumentError
 
@@ -107,9 +107,7 @@ def poisson_subset(n: int, q: float, *, generator: torch.Generator | None = None
         int64 tensor of the included indices (empty when none is drawn).
     """
     n = check_int("n", n, minimum=0)
-    q = check_real("q", q)
-    if not 0.0 < q <= 1.0:
-        raise InvalidArgumentError(f"q (the sampling rate) must be in (0, 1], got {q}")
+    q = check_probability("q", q, open_low=True, open_high=False)
     if generator is not None and (not isinstance(generator, torch.Generator) or generator.device.type != "cpu"):
         raise InvalidArgumentError("generator must be a CPU torch.Generator or None")
     return (torch.rand(n, generator=generator, dtype=torch.float64) < q).nonzero().squeeze(1)
