@@ -81,7 +81,8 @@ from privkit.data import load_pose
 from privkit.data.pose import load_synthpose
 from privkit.data.types import MPII_JOINTS, PoseSet
 from privkit.dppose import GaussianBlur, Schedule, build_pose_model, count_parameters, evaluate_pckh, train
-from privkit.dppose.features import cache_features
+from privkit.dppose.features import cache_features, cache_input_grams
+from privkit.errors import InvalidArgumentError
 from privkit.dppose.metrics import EXCLUDED_FROM_MEAN
 from privkit.studies.dppose import experiments as X, plots as P, tables as T
 from privkit.studies.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
@@ -214,7 +215,10 @@ with timer("ablation"):
 # In frozen fine-tuning the ImageNet pyramid never changes, so its output for every private, blurred
 # private (ψ(x), the public view of the feature methods), public and test image is computed once here. The
 # blurred views are cached for the same records, row for row: the feature methods sample their public-view
-# batch from them.
+# batch from them. The first trainable layer (the neck's 3×3 convolution) then always sees the same input for a
+# record, so the Gram matrix of its input patches is cached too: a private step gets that layer's per-sample
+# gradient norms from it instead of forming 256 per-sample weight gradients (the same clipped sum up to rounding;
+# tested), when the Grams fit in memory.
 
 # %%
 def make_model(s: int, *, pretrained: bool = False) -> torch.nn.Module:
@@ -233,6 +237,12 @@ with timer("features"):
         del private_img
         print(f"cached {len(private) + len(test) + len(public) + len(blurred)} feature maps of shape "
               f"{tuple(private.images.shape[1:])} ({private.feature_of}); blur ψ: {psi.describe()}")
+        try:
+            private = cache_input_grams(extractor, private)
+            print(f"cached the patch Grams of {private.grams_for} for the {len(private)} private records: "
+                  f"{tuple(private.grams.shape[1:])} each, {private.grams.numel() * 4 / 2**30:.2f} GiB")
+        except InvalidArgumentError as err:  # too large (e.g. MPII at 256 px): the steps form per-sample gradients
+            print(f"patch Grams not cached: {err}")
     else:
         # no frozen part: every step runs the whole network and the feature methods blur on the fly; only the
         # non-private baseline on blurred images needs a blurred copy of the private set (in chunks)

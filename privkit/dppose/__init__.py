@@ -5,7 +5,7 @@
   arg-max decoding: ImageNet EfficientNet-Lite0 frozen up to stride 16 with a
   trainable neck (the default scale), a compact GroupNorm conv net, and the
   paper's TinyViT-5M backbone when its weights are given;
-* :mod:`~privkit.dppose.features`: the frozen-feature cache of frozen fine-tuning;
+* :mod:`~privkit.dppose.features`: the frozen-feature cache of frozen fine-tuning (and its patch Grams);
 * :mod:`~privkit.dppose.metrics`: PCKh (MPII conventions);
 * :mod:`~privkit.dppose.grads`: per-sample gradients (torch.func or layer hooks),
   per-record clipping and the fast clipped sum;
@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from .features import CachedFeatures, cache_features
+from .features import CachedFeatures, cache_features, cache_input_grams
 from .grads import (
     ClippedSum,
     add_gaussian_noise,
@@ -24,6 +24,7 @@ from .grads import (
     clip_per_sample,
     clipped_grad_sum,
     flatten_grads,
+    patch_gram,
     per_sample_grads,
     per_sample_norms,
     trainable_parameters,
@@ -75,6 +76,7 @@ __all__ = [
     "add_gaussian_noise",
     "build_pose_model",
     "cache_features",
+    "cache_input_grams",
     "clip_factors",
     "clip_per_sample",
     "clipped_grad_sum",
@@ -82,6 +84,7 @@ __all__ = [
     "decode_simcc",
     "evaluate_pckh",
     "flatten_grads",
+    "patch_gram",
     "per_sample_grads",
     "per_sample_norms",
     "pckh",

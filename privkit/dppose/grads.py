@@ -22,6 +22,14 @@ norm" ``||sum_n g_n a_n^T||^2 = <A A^T, G G^T>`` (linear layers applied to
 short sequences) -- and then forms ``sum_i c_i g_i`` (clip factors ``c_i``)
 by one weighted contraction per layer, with no second backward pass.
 
+A convolution whose input never changes during training (the first trainable
+layer on cached frozen features) can skip the per-sample weight gradient
+altogether: given the Gram matrix of each record's input patches
+(:func:`patch_gram`, computed once per record), its per-sample norm is the
+ghost norm ``<U U^T, G^T G>`` (a ``T x T`` product per record, ``T`` the output
+positions) and its clipped sum one ordinary weight-gradient convolution of the
+clip-scaled output gradients (``clipped_grad_sum(..., input_grams=...)``).
+
 Every function here assumes the loss of a batch is the **mean of independent
 per-sample losses** (no BatchNorm in train mode: its per-sample gradients are
 not per record).
@@ -29,7 +37,7 @@ not per record).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -50,6 +58,7 @@ __all__ = [
     "clip_factors",
     "clip_per_sample",
     "clipped_grad_sum",
+    "patch_gram",
     "flatten_grads",
     "unflatten_grads",
     "check_per_record_model",
@@ -214,6 +223,77 @@ def _layer_plan(model: nn.Module) -> list[tuple[nn.Module, dict[str, str]]] | No
     return plan
 
 
+def _gram_layer_ok(m: nn.Module) -> bool:
+    return type(m) is nn.Conv2d and _conv_supported(m) and m.groups == 1
+
+
+def patch_gram(layer: nn.Conv2d, inputs: torch.Tensor) -> torch.Tensor:
+    """Per-record Gram matrices of ``layer``'s input patches: ``U_b^T U_b`` with ``U_b = unfold(inputs[b])``.
+
+    ``U_b`` is the (C k_h k_w, T) matrix of record ``b``'s receptive fields (``T`` output positions, the layer's
+    padding, stride and dilation), so entry ``(p, q)`` is the inner product of the patches at output positions
+    ``p`` and ``q``.  With it the squared norm of the record's weight gradient ``sum_p g_p u_p^T`` is
+    ``sum_{p,q} (U^T U)_{pq} <g_p, g_q>`` without forming the gradient (see :func:`clipped_grad_sum`).
+
+    Args:
+        layer: a plain ``nn.Conv2d`` with ``groups = 1`` and numeric zero padding.
+        inputs: (B, C, H, W) what the layer receives.
+
+    Returns:
+        (B, T, T) symmetric Gram matrices in the dtype of ``inputs`` (symmetric by construction: the lower
+        triangle is copied from the upper one).
+
+    Raises:
+        InvalidArgumentError: another kind of layer.
+        ShapeError: inputs that are not (B, C, H, W) with the layer's ``in_channels``.
+    """
+    if not _gram_layer_ok(layer):
+        raise InvalidArgumentError(
+            f"layer must be a plain nn.Conv2d with groups=1 and numeric zero padding, got {type(layer).__name__}")
+    if not isinstance(inputs, torch.Tensor) or inputs.ndim != 4 or inputs.shape[1] != layer.in_channels:
+        shape = tuple(inputs.shape) if isinstance(inputs, torch.Tensor) else type(inputs).__name__
+        raise ShapeError(f"inputs must have shape (B, {layer.in_channels}, H, W), got {shape}")
+    u = F.unfold(inputs, layer.kernel_size, dilation=layer.dilation, padding=layer.padding, stride=layer.stride)
+    gram = torch.bmm(u.transpose(1, 2), u)
+    upper = torch.triu(gram)
+    return upper + torch.triu(gram, diagonal=1).transpose(1, 2)
+
+
+#: How many records of a batch :func:`clipped_grad_sum` checks against their ``input_grams`` (traces).
+_GRAM_CHECKS = 16
+
+
+def _check_gram(m: nn.Conv2d, a: torch.Tensor, gram: torch.Tensor, t: int) -> None:
+    """Refuse Gram matrices that are not those of this input (wrong rows, another layer, stale features).
+
+    Exactness is by construction (the caller indexes the records' cached Grams with the same rows as their
+    features); this check catches a mix-up at a small cost: the traces of up to ``_GRAM_CHECKS`` records, spread
+    over the batch, must equal the squared norms of their patches (computed directly), and the first record's
+    Gram is recomputed in full.
+    """
+    b = a.shape[0]
+    if not isinstance(gram, torch.Tensor) or tuple(gram.shape) != (b, t, t):
+        shape = tuple(gram.shape) if isinstance(gram, torch.Tensor) else type(gram).__name__
+        raise ShapeError(f"input_grams for {type(m).__name__}({m.in_channels}, {m.out_channels}) must have shape "
+                         f"({b}, {t}, {t}) (records, output positions, output positions), got {shape}")
+    rows = torch.linspace(0, b - 1, min(b, _GRAM_CHECKS), device=a.device).round().long().unique()
+    sub = a[rows]
+    ones = a.new_ones((1, 1, *m.kernel_size))
+    expect = F.conv2d(sub.square().sum(1, keepdim=True), ones, stride=m.stride, padding=m.padding,
+                      dilation=m.dilation).sum((1, 2, 3))
+    trace = torch.diagonal(gram[rows], dim1=1, dim2=2).sum(1).to(expect.dtype)
+    tol = 1e-4 * expect.abs() + 1e-6 * float(expect.abs().max()) + 1e-12
+    finite = torch.isfinite(expect)  # a non-finite record is zeroed by the caller; its Gram must be non-finite too
+    bad = (finite & ~((trace - expect).abs() <= tol)) | (finite != torch.isfinite(trace))
+    first = patch_gram(m, a[:1])[0].to(gram.dtype)
+    scale = float(first.abs().max()) + 1e-12
+    if bool(bad.any()) or not bool(((gram[0] - first).abs() <= 1e-4 * scale).all()):
+        raise InvalidArgumentError(
+            f"input_grams for {type(m).__name__}({m.in_channels}, {m.out_channels}) do not match the layer's input "
+            f"({int(bad.sum())} of the {rows.numel()} records checked differ): pass patch_gram(layer, x) of the same records, "
+            "row for row, computed from the same features")
+
+
 class _Tape:
     """Forward hooks that record each planned layer's input and output."""
 
@@ -247,16 +327,18 @@ class _LayerGrads:
     """Per-sample quantities of one layer: per-sample grads or ghost factors, and their norms."""
 
     def __init__(self, module: nn.Module, attrs: dict[str, str],
-                 calls: list[tuple[torch.Tensor, torch.Tensor | None]], *, materialize: bool):
+                 calls: list[tuple[torch.Tensor, torch.Tensor | None]], *, materialize: bool,
+                 gram: torch.Tensor | None = None):
         self.module = module
         self.attrs = attrs
         self.ps: dict[str, torch.Tensor] = {}  # attr -> (B, *shape) materialised per-sample grads
         self.ghost: tuple[torch.Tensor, torch.Tensor] | None = None  # (A (B,N,I), G (B,N,O)) for weight
+        self.conv_ghost: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None  # (input, out grad, Gram)
         m = module
         if isinstance(m, nn.Linear):
             self._linear(calls, materialize)
         elif isinstance(m, nn.Conv2d):
-            self._conv(calls)
+            self._conv(calls, gram)
         elif isinstance(m, nn.GroupNorm):
             self._norm(calls, lambda a: F.group_norm(a, m.num_groups, eps=m.eps), channel_dim=True)
         else:  # LayerNorm
@@ -282,8 +364,18 @@ class _LayerGrads:
             if m.bias is not None:
                 self._add("bias", g3.sum(1))
 
-    def _conv(self, calls) -> None:
+    def _conv(self, calls, gram: torch.Tensor | None) -> None:
         m = self.module
+        if gram is not None and "weight" in self.attrs:
+            if len(calls) != 1:
+                raise InvalidArgumentError(f"input_grams: the layer {type(m).__name__}({m.in_channels}, "
+                                           f"{m.out_channels}) is called {len(calls)} times per forward, expected once")
+            a, g = calls[0]
+            _check_gram(m, a, gram, g.shape[-2] * g.shape[-1])
+            self.conv_ghost = (a, g, gram)
+            if m.bias is not None:
+                self._add("bias", g.reshape(a.shape[0], g.shape[1], -1).sum(2))
+            return
         for a, g in calls:
             b = a.shape[0]
             if "weight" in self.attrs and _is_pointwise(m):  # 1x1 conv: a batched matmul
@@ -328,6 +420,11 @@ class _LayerGrads:
             a, g = self.ghost
             s = (torch.bmm(a, a.transpose(1, 2)) * torch.bmm(g, g.transpose(1, 2))).sum((1, 2))
             out = s if out is None else out + s
+        if self.conv_ghost is not None:  # ||sum_p g_p u_p^T||^2 = sum_pq (U^T U)_pq <g_p, g_q>
+            _, g, gram = self.conv_ghost
+            gt = g.reshape(g.shape[0], g.shape[1], -1).transpose(1, 2)  # (B, T, O)
+            s = (torch.bmm(gram.to(gt.dtype), gt) * gt).sum((1, 2))
+            out = s if out is None else out + s
         return out
 
     def weighted_sums(self, c: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -339,11 +436,19 @@ class _LayerGrads:
             a, g = self.ghost
             gc = g * c.to(g.dtype).view(-1, 1, 1)
             out[self.attrs["weight"]] = gc.reshape(-1, gc.shape[-1]).t() @ a.reshape(-1, a.shape[-1])
+        if self.conv_ghost is not None:  # one ordinary weight-gradient convolution of the clip-scaled gradients
+            a, g, _ = self.conv_ghost
+            m = self.module
+            gc = g * c.to(g.dtype).view(-1, *([1] * (g.ndim - 1)))
+            out[self.attrs["weight"]] = torch.ops.aten.convolution_backward(
+                gc, a, m.weight.detach(), None, m.stride, m.padding, m.dilation, False, (0, 0), m.groups,
+                (False, True, False))[1]
         return out
 
 
 def _hooks_layers(model: nn.Module, loss_fn: LossFn, x: torch.Tensor, targets: tuple[torch.Tensor, ...],
-                  plan, *, materialize: bool) -> tuple[list[_LayerGrads], torch.Tensor]:
+                  plan, *, materialize: bool,
+                  grams: dict[int, torch.Tensor] | None = None) -> tuple[list[_LayerGrads], torch.Tensor]:
     b = x.shape[0]
     with _Tape(plan) as tape:
         out = model(x)
@@ -374,7 +479,8 @@ def _hooks_layers(model: nn.Module, loss_fn: LossFn, x: torch.Tensor, targets: t
         if not pairs:  # layer not used in this forward: zero per-sample gradients
             layers.append(_ZeroLayer(m, attrs, b, x))
             continue
-        layers.append(_LayerGrads(m, attrs, pairs, materialize=materialize))
+        layers.append(_LayerGrads(m, attrs, pairs, materialize=materialize,
+                                  gram=None if grams is None else grams.get(id(m))))
         del pairs
     return layers, loss.detach()
 
@@ -449,6 +555,32 @@ def per_sample_grads(
     return {n: flat[n] for n in params}
 
 
+def _check_input_grams(model: nn.Module, input_grams: Mapping[nn.Module, torch.Tensor] | None, method: str,
+                       b: int) -> dict[int, torch.Tensor] | None:
+    if input_grams is None:
+        return None
+    if not isinstance(input_grams, Mapping):
+        raise InvalidArgumentError(f"input_grams must be a mapping {{conv layer: (B, T, T) Grams}}, "
+                                   f"got {type(input_grams).__name__}")
+    if method == "vmap":
+        raise InvalidArgumentError("input_grams is used by method='hooks' (or 'auto'), not method='vmap'")
+    held = {id(m) for m in model.modules()}
+    out: dict[int, torch.Tensor] = {}
+    for m, gram in input_grams.items():
+        if id(m) not in held:
+            raise InvalidArgumentError(f"input_grams names a {type(m).__name__} that is not a layer of model")
+        if not _gram_layer_ok(m) or not m.weight.requires_grad:
+            raise InvalidArgumentError(
+                f"input_grams: {type(m).__name__} must be a plain nn.Conv2d (groups=1, numeric zero padding) "
+                "with a trainable weight")
+        if not isinstance(gram, torch.Tensor) or gram.ndim != 3 or gram.shape[0] != b or gram.shape[1] != gram.shape[2]:
+            shape = tuple(gram.shape) if isinstance(gram, torch.Tensor) else type(gram).__name__
+            raise ShapeError(f"input_grams for {type(m).__name__}({m.in_channels}, {m.out_channels}) must have shape "
+                             f"({b}, T, T) (one Gram per record of the batch), got {shape}")
+        out[id(m)] = gram
+    return out
+
+
 @dataclass(frozen=True)
 class ClippedSum:
     """Result of :func:`clipped_grad_sum`.
@@ -482,6 +614,7 @@ def clipped_grad_sum(
     clip: float,
     method: Literal["auto", "vmap", "hooks"] = "auto",
     chunk_size: int | None = None,
+    input_grams: Mapping[nn.Module, torch.Tensor] | None = None,
 ) -> ClippedSum:
     """``sum_i clip_C(grad loss(w, z_i))``: ONE clip per record, norm over all trainable parameters jointly.
 
@@ -498,9 +631,21 @@ def clipped_grad_sum(
         clip: Clipping norm ``C > 0``.
         method: ``"auto"``, ``"hooks"`` or ``"vmap"``.
         chunk_size: ``vmap`` chunking.
+        input_grams: ``{conv layer: (B, T, T)}``, the :func:`patch_gram` of what each named layer receives for
+            these records, row for row (hooks only).  For a layer whose input is fixed data (the first trainable
+            layer on cached frozen features), the Grams are computed once per record and reused at every step:
+            the layer's per-sample norms then cost a ``T x T`` product per record instead of the per-sample
+            weight gradient, and its clipped sum one ordinary weight-gradient convolution.  Same result (up to
+            rounding); Grams that do not match the input are refused.
 
     Returns:
         A :class:`ClippedSum`.
+
+    Raises:
+        InvalidArgumentError: bad ``clip``, a model with no trainable parameters or a train-mode BatchNorm,
+            ``input_grams`` with ``method="vmap"``, for a layer the model does not hold or that is not a plain
+            ``nn.Conv2d`` (groups 1, numeric zero padding) owning a trainable weight, or not matching the inputs.
+        ShapeError: a batch whose tensors disagree in size, Grams of the wrong shape.
     """
     c = check_positive("clip", clip)
     check_per_record_model(model)
@@ -508,12 +653,13 @@ def clipped_grad_sum(
     params = trainable_parameters(model)
     if not params:
         raise InvalidArgumentError("model has no trainable parameters")
+    grams = _check_input_grams(model, input_grams, method, b)
     if b == 0:
         dev = next(iter(params.values())).device
         return ClippedSum(grads={n: torch.zeros_like(p) for n, p in params.items()},
                           norms=torch.zeros(0, device=dev), loss=torch.zeros((), device=dev), batch_size=0)
     how, plan = _resolve_method(model, method)
-    if how == "vmap":
+    if how == "vmap":  # "auto" fell back to vmap: the Grams, an optimisation of the hooks path, are not needed
         if chunk_size is not None:
             chunk_size = check_int("chunk_size", chunk_size, minimum=1)
         ps, losses = _vmap_grads(model, loss_fn, x, targets, chunk_size)
@@ -527,7 +673,7 @@ def clipped_grad_sum(
         loss = losses[ok].mean() if bool(ok.any()) else torch.zeros((), device=losses.device)
         return ClippedSum(grads={n: sums[n].detach() for n in params}, norms=norms.detach(), loss=loss.detach(),
                           batch_size=b, non_finite=int((~ok).sum()))
-    layers, loss = _hooks_layers(model, loss_fn, x, targets, plan, materialize=False)
+    layers, loss = _hooks_layers(model, loss_fn, x, targets, plan, materialize=False, grams=grams)
     sq = None
     for layer in layers:
         s = layer.sq_norms()
@@ -539,7 +685,9 @@ def clipped_grad_sum(
         # sum over the finite records only (records are independent, see check_per_record_model); the others
         # contribute zero.
         keep = ok.nonzero().squeeze(1)
-        sub = clipped_grad_sum(model, loss_fn, (x[keep], *(t[keep] for t in targets)), clip=c, method="hooks")
+        sub = clipped_grad_sum(model, loss_fn, (x[keep], *(t[keep] for t in targets)), clip=c, method="hooks",
+                               input_grams=None if input_grams is None else
+                               {m: gram[keep] for m, gram in input_grams.items()})
         return ClippedSum(grads=sub.grads, norms=norms.detach(), loss=sub.loss, batch_size=b,
                           non_finite=int((~ok).sum()))
     f = clip_factors(norms, c)

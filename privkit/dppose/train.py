@@ -56,7 +56,7 @@ from ..transforms import gaussian_blur
 from ..privacy.accounting import ACCOUNTANTS, accountant_for, epsilon_from_history, noise_multiplier_for
 from ..privacy.guarantee import Neighbouring, PrivacyGuarantee
 from ..privacy.samplers import make_generator, poisson_subset
-from .features import CachedFeatures
+from .features import CachedFeatures, first_trainable_layer
 from .grads import (
     ClippedSum,
     add_gaussian_noise,
@@ -161,6 +161,7 @@ def private_clipped_sum(
     method: Method,
     clip: float,
     per_sample_method: Literal["auto", "vmap", "hooks"] = "auto",
+    input_grams: dict[nn.Module, torch.Tensor] | None = None,
 ) -> ClippedSum:
     """The private part of one step of ``method``: ``sum_i clip_C(grad l(w, x_i, y_i))`` on the RAW images.
 
@@ -177,13 +178,15 @@ def private_clipped_sum(
         method: A private method of :data:`METHODS`.
         clip: Clipping norm ``C > 0``.
         per_sample_method: See :func:`~privkit.dppose.grads.clipped_grad_sum`.
+        input_grams: See :func:`~privkit.dppose.grads.clipped_grad_sum` (cached patch Grams of the first
+            trainable layer's input, for a batch of cached features).
 
     Returns:
         The :class:`~privkit.dppose.grads.ClippedSum`; its add/remove
         sensitivity is ``C`` and its replace-one sensitivity ``2C``.
     """
     check_choice("method", method, _PRIVATE)
-    return clipped_grad_sum(model, pose_loss, batch, clip=clip, method=per_sample_method)
+    return clipped_grad_sum(model, pose_loss, batch, clip=clip, method=per_sample_method, input_grams=input_grams)
 
 
 def evaluate_pckh(model: nn.Module, data: PoseSet, *, alpha: float = 0.5, batch_size: int = 256) -> PCKhResult:
@@ -527,6 +530,7 @@ class PrivateTrainer:
         self.net = self._prepare_model(model, warm_start)
         self.params = trainable_parameters(self.net)
         self.fwd: nn.Module = _FromFeatures(self.net) if self.cached else self.net  # what a step differentiates
+        self.gram_layer = self._gram_layer()
         if not self.params:
             raise InvalidArgumentError("model has no trainable parameters")
         self.steps_per_epoch = max(1, int(round(self.n / self.bsz)))
@@ -544,6 +548,24 @@ class PrivateTrainer:
             self.opt = torch.optim.SGD(values, lr=s.lr, momentum=0.9, weight_decay=s.weight_decay)
         self.log_every = self.steps_per_epoch if s.log_every is None else s.log_every
         self._spent = False  # set by probe_seconds: its steps are not accounted, so run() refuses the trainer
+
+    def _gram_layer(self) -> nn.Module | None:
+        """The layer whose cached patch Grams the private set carries (None: the set carries none, or vmap)."""
+        grams = getattr(self.private_set, "grams", None)
+        if not self.private or grams is None or self.dp.per_sample_method == "vmap":
+            return None
+        if grams.ndim != 3 or grams.shape[0] != self.n or grams.shape[1] != grams.shape[2]:
+            raise ShapeError(f"private_set.grams must have shape ({self.n}, T, T), got {tuple(grams.shape)}")
+        try:
+            layer = self.net.get_submodule(self.private_set.grams_for)
+        except AttributeError as exc:
+            raise InvalidArgumentError(f"private_set.grams_for names {self.private_set.grams_for!r}, which is not a "
+                                       "layer of the model (cache_input_grams(model, features) sets it)") from exc
+        name, first = first_trainable_layer(self.net)
+        if first is not layer:
+            raise InvalidArgumentError(f"private_set.grams are for {self.private_set.grams_for!r}, but the layer that "
+                                       f"receives the features is {name!r}")
+        return layer
 
     def _check_private_settings(self) -> None:
         dp = self.dp
@@ -711,8 +733,11 @@ class PrivateTrainer:
             self._refresh_subspace()
         idx = poisson_subset(self.n, self.q, generator=self.g_sample)
         batch = pose_batch(self.net, self.private_set, idx, device=self.dev)
+        grams = None
+        if self.gram_layer is not None:
+            grams = {self.gram_layer: self.private_set.grams[idx].to(self.dev)}
         cs = private_clipped_sum(self.fwd, batch, method=self.method, clip=self.c_norm,
-                                 per_sample_method=self.dp.per_sample_method)
+                                 per_sample_method=self.dp.per_sample_method, input_grams=grams)
         g = (cs.flat() if self.no_noise else
              add_gaussian_noise(cs.flat(), clip=self.c_norm, noise_multiplier=self.sigma, generator=self.g_noise)) / self.bsz
         self.acc_steps += 1
@@ -845,7 +870,7 @@ class PrivateTrainer:
             "seed": self.seed, "accountant": self.acct, "neighbouring": self.relation,
             "public_weight": self.pub_w if self.method in _FEATURE else None, "optimizer": s.optimizer,
             "weight_decay": float(s.weight_decay), "n_private": self.n, "device": str(self.dev), "secure": dp.secure,
-            "cached_features": self.cached,
+            "cached_features": self.cached, "input_grams": self.gram_layer is not None,
         }
 
     def _guarantee(self) -> PrivacyGuarantee:
