@@ -43,6 +43,9 @@ Usage::
     python benchmarks/bench_dp_step.py                 # batch 64, 3x64x64, 1 thread, privkit's conv net
     python benchmarks/bench_dp_step.py --backbone efficientnet_lite0 --size 128 --width 64 --batch 256
     python benchmarks/bench_dp_step.py --out build/bench_dp_step.csv
+
+The README quotes ``benchmarks/results/dp_step_convnet.csv`` (the first line, ``--repeats 15``) and
+``benchmarks/results/dp_step_frozen.csv`` (the second, with ``--threads 2 --repeats 9``).
 """
 
 from __future__ import annotations
@@ -316,6 +319,11 @@ def main(argv: list[str] | None = None) -> int:
           f"(k={args.k}, m={args.m})")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
+        setting = {"backbone": args.backbone, "batch": args.batch, "size": args.size, "width": args.width,
+                   "threads": args.threads, "repeats": args.repeats, "torch": torch.__version__,
+                   "max_rel_diff_vs_opacus": info["max_rel_diff_vs_opacus"],
+                   "max_rel_diff_grams": info.get("max_rel_diff_grams", float("nan"))}
+        rows = [{**r, **setting} for r in rows]
         with args.out.open("w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
             writer.writeheader()

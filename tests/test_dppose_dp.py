@@ -493,3 +493,30 @@ def test_trainer_argument_errors(data, public, tmp_path):
         train(None, data, method="nonprivate", warm_start=tmp_path / "none.safetensors", device="cpu")
     with pytest.raises(InsufficientDataError):
         train(None, data.subset(torch.arange(0)), method="nonprivate", device="cpu")
+
+
+def test_public_set_sharing_an_image_with_the_private_set_is_refused():
+    from privkit.dppose.train import _check_disjoint
+
+    g = torch.Generator().manual_seed(0)
+
+    def poseset(images, first_id):
+        n = images.shape[0]
+        return PoseSet(images=images, keypoints=torch.zeros(n, 16, 2), visible=torch.ones(n, 16, dtype=torch.bool),
+                       head_box=torch.tensor([[0.0, 0.0, 4.0, 4.0]]).repeat(n, 1),
+                       identity=torch.arange(first_id, first_id + n))
+
+    private = poseset(torch.rand(6, 3, 16, 16, generator=g), 0)
+    public = poseset(torch.rand(5, 3, 16, 16, generator=g), 100)
+    _check_disjoint(private, public)  # other people, other images
+    copied = public.images.clone()
+    copied[3] = private.images[4]  # the same image under another identity
+    with pytest.raises(InvalidArgumentError, match="share identical images"):
+        _check_disjoint(private, poseset(copied, 100))
+    # equal in the 256 of 768 entries the fingerprint reads, different images: the full comparison tells them apart
+    near = public.images.clone()
+    near[3] = private.images[4]
+    read = set(torch.linspace(0, 767, 256).round().long().tolist())
+    near[3].view(-1)[min(set(range(768)) - read)] += 0.5
+    assert not torch.equal(near[3], private.images[4])
+    _check_disjoint(private, poseset(near, 100))

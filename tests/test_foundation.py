@@ -260,3 +260,21 @@ def test_run_manifest(tmp_path):
     assert m["paper"] == "scoreshield" and m["parameters"]["scale"] == "smoke" and m["device"] == "cpu"
     assert "fig2" in m["wall_seconds"] and m["versions"]["torch"].startswith("2.14")
     assert "git_commit" in m
+
+
+def test_all_finite_is_exact_on_its_fast_and_slow_paths():
+    from privkit._validate import all_finite
+
+    x = torch.randn(64, 33)
+    assert all_finite(x) and all_finite(torch.empty(0)) and all_finite(torch.arange(5))
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        y = x.clone()
+        y[17, 5] = bad
+        assert not all_finite(y)
+    both = x.clone()
+    both[0, 0], both[1, 1] = float("inf"), -float("inf")  # their sum is NaN, still refused
+    assert not all_finite(both)
+    huge = torch.full((8,), 3e38)  # finite entries whose float32 sum overflows: settled element-wise
+    assert not bool(torch.isfinite(huge.sum())) and all_finite(huge)
+    with pytest.raises(InvalidArgumentError, match="NaN or inf"):
+        v.check_tensor("x", torch.tensor([1.0, float("nan")]))

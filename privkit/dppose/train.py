@@ -48,7 +48,7 @@ import torch
 from dp_accounting import GaussianDpEvent, NonPrivateDpEvent, PoissonSampledDpEvent, SelfComposedDpEvent
 from torch import nn
 
-from .._validate import check_choice, check_delta, check_epsilon, check_int, check_positive, check_real
+from .._validate import all_finite, check_choice, check_delta, check_epsilon, check_int, check_positive, check_real
 from ..data.types import PoseSet
 from ..device import resolve_device
 from ..errors import InsufficientDataError, InvalidArgumentError, MissingResourceError, ShapeError, UnknownNameError
@@ -208,7 +208,7 @@ def _check_poseset(name: str, data: Any, model: nn.Module | None = None, *, fini
     # record is Poisson-sampled would reveal that record's membership without noise.
     for field_name in ("images", "keypoints", "head_box") if finite else ():
         t = getattr(data, field_name)
-        if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel() and not bool(torch.isfinite(t).all()):
+        if isinstance(t, torch.Tensor) and t.is_floating_point() and not all_finite(t):
             bad = (~torch.isfinite(t.reshape(t.shape[0], -1))).any(1).nonzero().squeeze(1)
             raise InvalidArgumentError(
                 f"{name}.{field_name} contains NaN or inf values in {bad.numel()} record(s) (first at index "
@@ -266,14 +266,30 @@ def _check_disjoint(private_set: PoseSet, public_set: PoseSet) -> None:
             f"{' ...' if len(shared) > 5 else ''}; draw the public set from other people (the public code's "
             "'public' set was the first training images, which is not public)"
         )
-    def keys(t: torch.Tensor) -> set[bytes]:
-        # a 128-bit digest per row, in chunks: bounded memory even for a memory-mapped feature cache of MPII's size
-        out: set[bytes] = set()
-        for i in range(0, t.shape[0], 1024):
-            rows = t[i:i + 1024].detach().to("cpu", torch.float32).reshape(min(1024, t.shape[0] - i), -1).contiguous()
-            out.update(hashlib.blake2b(r.tobytes(), digest_size=16).digest() for r in rows.numpy())
-        return out
-    if keys(private_set.images) & keys(public_set.images):
+    def rows(t: torch.Tensor, index: torch.Tensor | None = None):
+        # in chunks: bounded memory even for a memory-mapped feature cache of MPII's size
+        n = t.shape[0] if index is None else index.numel()
+        for i in range(0, n, 1024):
+            part = t[i:i + 1024] if index is None else t[index[i:i + 1024]]
+            yield part.detach().to("cpu", torch.float32).reshape(part.shape[0], -1).contiguous()
+
+    def digest(row: np.ndarray) -> bytes:
+        return hashlib.blake2b(row.tobytes(), digest_size=16).digest()
+
+    def fingerprints(t: torch.Tensor) -> list[bytes]:
+        # the bytes of 256 fixed entries of each row: identical rows always share them, so only rows whose
+        # fingerprints collide need the full comparison below (reading 256 entries instead of the whole row)
+        d = int(np.prod(t.shape[1:]))
+        cols = torch.linspace(0, d - 1, min(d, 256)).round().long()
+        return [digest(r) for part in rows(t) for r in part[:, cols].numpy()]
+
+    def full_keys(t: torch.Tensor, index: list[int]) -> set[bytes]:
+        return {digest(r) for part in rows(t, torch.tensor(index, dtype=torch.long)) for r in part.numpy()}
+
+    fp_priv, fp_pub = fingerprints(private_set.images), fingerprints(public_set.images)
+    common = set(fp_priv) & set(fp_pub)
+    if common and full_keys(private_set.images, [i for i, f in enumerate(fp_priv) if f in common]) & full_keys(
+            public_set.images, [i for i, f in enumerate(fp_pub) if f in common]):
         raise InvalidArgumentError("public_set must be disjoint from private_set, but they share identical images")
 
 
