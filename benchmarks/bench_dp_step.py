@@ -314,15 +314,16 @@ def main(argv: list[str] | None = None) -> int:
     target = 1.1 if args.backbone != "convnet" else 1.6
     print(f"privkit DP step ({best}): {dp / plain:.2f}x plain (target <= {target}x: {'MET' if dp / plain <= target else 'NOT MET'}); "
           f"{opacus_best / dp:.2f}x faster than the fastest opacus mode")
-    print(f"projection: +{100 * (proj - dp) / dp:.1f}% per step (target <= 10%); "
-          f"+{100 * (proj + refresh / args.refresh - dp) / dp:.1f}% with one refresh every {args.refresh} steps "
+    print(f"projection: {100 * (proj - dp) / dp:+.1f}% per step (target <= 10%); "
+          f"{100 * (proj + refresh / args.refresh - dp) / dp:+.1f}% with one refresh every {args.refresh} steps "
           f"(k={args.k}, m={args.m})")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         setting = {"backbone": args.backbone, "batch": args.batch, "size": args.size, "width": args.width,
                    "threads": args.threads, "repeats": args.repeats, "torch": torch.__version__,
                    "max_rel_diff_vs_opacus": info["max_rel_diff_vs_opacus"],
-                   "max_rel_diff_grams": info.get("max_rel_diff_grams", float("nan"))}
+                   "max_rel_diff_grams": info.get("max_rel_diff_grams", float("nan")),
+                   "gram_ms_per_record": info.get("gram_ms_per_record", float("nan"))}
         rows = [{**r, **setting} for r in rows]
         with args.out.open("w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(rows[0]))

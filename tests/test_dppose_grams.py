@@ -166,6 +166,7 @@ def test_cache_input_grams_refuses_what_it_cannot_do(model, private):
         cache_input_grams(model, private, batch_size=0)
 
 
+@pytest.mark.slow
 def test_training_with_grams_equals_training_without(model, private):
     with_grams = cache_input_grams(model, private)
     # SGD, not AdamW: a last-bit difference in the gradient stays a last-bit difference in the update

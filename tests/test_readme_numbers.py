@@ -276,8 +276,8 @@ def test_dppose_feature_cache_time_and_benchmark():
     cfg = privkit.config.load("dppose", "default")
     run = json.loads((FIGURES / "dppose" / "run.json").read_text())
     n = 2 * cfg.n_private + cfg.n_public + cfg.n_test  # private, blurred private, public, test
-    in_readme(f"Caching the frozen features of the {n:,} images (private, blurred private, public, test) took "
-              f"{run['wall_seconds']['features'] / 60:.1f} min")
+    in_readme(f"Caching the frozen features of the {n:,} images (private, blurred private, public, test) and the "
+              f"patch Grams of the {cfg.n_private:,} private ones (below) took {run['wall_seconds']['features'] / 60:.1f} min")
     b = pd.read_csv(ROOT / "benchmarks" / "results" / "frozen_features.csv").set_index(["backbone", "mode"])
     eff, mov = (b.loc[(k, "channels-last (PoseNet.features)")] for k in ("efficientnet_lite0", "movenet_lightning"))
     eff_a, mov_a = (b.loc[(k, "default layout (anchor)")] for k in ("efficientnet_lite0", "movenet_lightning"))
@@ -520,3 +520,41 @@ def test_synthesisnet_seeds_benchmark():
     nb = fig3[(fig3.method == "no DP noise") & (fig3.judge.isin(["faceres", "dlib"]))].set_index("judge")
     for judge in ("faceres", "dlib"):
         assert round(nb.rank1[judge] * nb.n_probes[judge]) == int(hits(16, 0, judge).split("/")[0])
+
+
+def test_dp_step_benchmarks():
+    """The DP-step sentences are rebuilt from the two committed benchmark CSVs."""
+    conv = pd.read_csv(ROOT / "benchmarks" / "results" / "dp_step_convnet.csv").set_index("mode")
+    fro = pd.read_csv(ROOT / "benchmarks" / "results" / "dp_step_frozen.csv").set_index("mode")
+    assert (conv.backbone == "convnet").all() and (fro.backbone == "efficientnet_lite0").all()
+    c, f = conv.ratio_to_plain, fro.ratio_to_plain
+    cs, setting = conv.iloc[0], fro.iloc[0]
+    in_readme(f"privkit's GroupNorm conv net (batch {cs.batch} at {cs['size']}×{cs['size']}, one thread; "
+              "`benchmarks/results/dp_step_convnet.csv`)")
+    in_readme(f"per-sample clipping costs {c['privkit']:.2f}× a non-private step, against {c['opacus_ew']:.2f}× "
+              f"(opacus expanded weights), {c['opacus_hooks']:.2f}× (hooks), {c['opacus_functorch']:.2f}× (functorch) "
+              f"and {c['opacus_ghost']:.2f}× (ghost clipping)")
+    assert c["privkit"] < min(c[m] for m in c.index if m.startswith("opacus"))
+    assert (setting.batch, setting["size"], setting.width, setting.threads) == (256, 128, 64, 2)
+    pk = f["privkit_grams"]
+    amort = (fro.median_ms["projected_amortised_R50"] - fro.median_ms["privkit_grams"]) / fro.median_ms["privkit_grams"]
+    per_step = (fro.median_ms["privkit_projected"] - fro.median_ms["privkit_grams"]) / fro.median_ms["privkit_grams"]
+    in_readme(f"privkit {pk:.2f}× a non-private step with the cached patch Grams ({f['privkit']:.2f}×\nwithout them; "
+              f"peak memory {fro.peak_mb['privkit_grams']:.0f} MB against {fro.peak_mb['privkit']:.0f} MB without and "
+              f"{fro.peak_mb['plain']:.0f} MB for the non-private step")
+    opacus = sorted((f[m], m) for m in f.index if m.startswith("opacus"))
+    names = {"opacus_functorch": "functorch", "opacus_hooks": "hooks", "opacus_ghost": "ghost clipping",
+             "opacus_ew": "expanded weights"}
+    listed = ", ".join(f"{names[m]} {r:.2f}×" for r, m in opacus)
+    in_readme(f"opacus {listed}; the projection adds\n"
+              f"{100 * per_step:.0f} % per step, {100 * amort:.0f} % with one subspace refresh every 50 steps")
+    in_readme(f"the clipped sums agree to a relative {setting.max_rel_diff_grams:.1e}")
+    in_readme(f"({setting.gram_ms_per_record:.2f} ms each, 2 GiB for the 8,192 private records)")
+    in_readme(f"most of the remaining {pk - 1:.2f} of a non-private step")
+    in_readme(f"costs {pk:.2f}× a non-private step of the trainable part (target 1.1×")
+    run = __import__("json").loads((FIGURES / "dppose" / "run.json").read_text())
+    w = run["wall_seconds"]
+    in_readme(f"the notebook takes {run['wall_seconds_total'] / 60:.1f} min at the default scale (target 12), "
+              f"{w['train'] / 60:.1f} of them in its {run['extra']['n_runs']} training runs and {w['ablation'] / 60:.1f} "
+              "in the backbone ablation")
+    assert pk < f["privkit"] and pk > 1.1 and setting.max_rel_diff_grams < 1e-5

@@ -218,7 +218,8 @@ def cache_input_grams(
         ShapeError: features of another shape than the model's frozen part gives.
     """
     if not isinstance(features, CachedFeatures):
-        raise InvalidArgumentError(f"features must be CachedFeatures (cache_features(...)), got {type(features).__name__}")
+        raise InvalidArgumentError(
+            f"features must be CachedFeatures (cache_features(...)), got {type(features).__name__}")
     bs = check_int("batch_size", batch_size, minimum=1)
     limit = check_positive("max_gib", max_gib)
     name, layer = first_trainable_layer(model)

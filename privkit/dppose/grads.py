@@ -26,7 +26,7 @@ A convolution whose input never changes during training (the first trainable
 layer on cached frozen features) can skip the per-sample weight gradient
 altogether: given the Gram matrix of each record's input patches
 (:func:`patch_gram`, computed once per record), its per-sample norm is the
-ghost norm ``<U U^T, G^T G>`` (a ``T x T`` product per record, ``T`` the output
+ghost norm ``<U^T U, G^T G>`` (a ``T x T`` product per record, ``T`` the output
 positions) and its clipped sum one ordinary weight-gradient convolution of the
 clip-scaled output gradients (``clipped_grad_sum(..., input_grams=...)``).
 
@@ -290,8 +290,8 @@ def _check_gram(m: nn.Conv2d, a: torch.Tensor, gram: torch.Tensor, t: int) -> No
     if bool(bad.any()) or not bool(((gram[0] - first).abs() <= 1e-4 * scale).all()):
         raise InvalidArgumentError(
             f"input_grams for {type(m).__name__}({m.in_channels}, {m.out_channels}) do not match the layer's input "
-            f"({int(bad.sum())} of the {rows.numel()} records checked differ): pass patch_gram(layer, x) of the same records, "
-            "row for row, computed from the same features")
+            f"({int(bad.sum())} of the {rows.numel()} records checked differ): pass patch_gram(layer, x) of the "
+            "same records, row for row, computed from the same features")
 
 
 class _Tape:
