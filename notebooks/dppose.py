@@ -82,8 +82,8 @@ from privkit.data.pose import load_synthpose
 from privkit.data.types import MPII_JOINTS, PoseSet
 from privkit.dppose import GaussianBlur, Schedule, build_pose_model, count_parameters, evaluate_pckh, train
 from privkit.dppose.features import cache_features, cache_input_grams
-from privkit.errors import InvalidArgumentError
 from privkit.dppose.metrics import EXCLUDED_FROM_MEAN
+from privkit.errors import InvalidArgumentError
 from privkit.studies.dppose import experiments as X, plots as P, tables as T
 from privkit.studies.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
 
