@@ -191,3 +191,20 @@ def test_training_with_grams_equals_training_without(model, private):
     wrong.grams_for = "no.such.layer"
     with pytest.raises(InvalidArgumentError, match="not a layer of the model"):
         train(model, wrong, **kw)
+
+
+def test_step_cost_times_both_steps_with_the_grams_attached(model, private):
+    from privkit.studies.dppose.experiments import step_cost
+
+    def make(s):
+        return build_pose_model(SIZE, backbone="efficientnet_lite0", neck_width=8, seed=s)
+
+    cost = step_cost(make, private, batch_size=8, clip=0.1, delta=1e-5, lr=1e-3, rounds=2, steps=1)
+    assert cost["grams"] and cost["rounds"] == 2 and cost["steps"] == 1 and cost["batch_size"] == 8
+    assert cost["nonprivate_s"] > 0 and cost["dpsgd_s"] > 0
+    assert cost["ratio"] == pytest.approx(cost["dpsgd_s"] / cost["nonprivate_s"])
+    assert private.grams is None  # the caller's set is left as it was
+    images = step_cost(make, poses(24, seed=1), batch_size=8, clip=0.1, delta=1e-5, lr=1e-3, rounds=1, steps=1)
+    assert not images["grams"]
+    with pytest.raises(InvalidArgumentError, match="rounds"):
+        step_cost(make, private, batch_size=8, clip=0.1, delta=1e-5, lr=1e-3, rounds=0)

@@ -57,6 +57,7 @@ __all__ = [
     "paper_comparison",
     "claims_table",
     "pooled_seed_sd",
+    "step_cost",
     "verdict",
     "MACHINE_DRIFT",
     "check_guarantees",
@@ -507,6 +508,57 @@ def projection_diagnostics(
                          "random_fraction": kk / p, "snr_unprojected": g2 / (p * s * s),
                          "snr_projected": e / (kk * s * s), "snr_gain": (e / kk) / (g2 / p) if g2 > 0 else float("nan")})
     return pd.DataFrame(rows)
+
+
+def step_cost(
+    make_model: Callable[[int], nn.Module],
+    data: PoseSet,
+    *,
+    batch_size: int,
+    clip: float,
+    delta: float,
+    lr: float,
+    device: str | torch.device = "cpu",
+    rounds: int = 5,
+    steps: int = 2,
+) -> dict[str, Any]:
+    """Seconds per optimiser step of non-private training and of DP-SGD on the same network and data, interleaved.
+
+    ``rounds`` times, a fresh non-private and a fresh DP-SGD trainer each time ``steps`` steps
+    (:meth:`~privkit.dppose.train.PrivateTrainer.probe_seconds`: one untimed warm-up step first, then the timed
+    ones; no step is accounted and the models are thrown away). The medians and their ratio are returned. Time it
+    on stand-in data of the private set's shape (e.g. the public split), never on the private records. When
+    ``data`` holds cached features, their patch Grams are attached first (as the notebook does for the private
+    set), so the DP step is the one the runs take.
+
+    Returns:
+        ``{"nonprivate_s", "dpsgd_s", "ratio", "grams", "rounds", "steps", "batch_size"}``.
+    """
+    from statistics import median
+
+    from privkit.dppose.features import cache_input_grams
+    from privkit.dppose.train import make_private
+
+    rounds = check_int("rounds", rounds, minimum=1)
+    steps = check_int("steps", steps, minimum=1)
+    grams = False
+    if isinstance(data, CachedFeatures) and data.grams is None:
+        try:
+            data = cache_input_grams(make_model(0), data)
+            grams = True
+        except InvalidArgumentError:  # a first layer that is not a plain convolution, or too many records
+            pass
+    times: dict[str, list[float]] = {"nonprivate": [], "dpsgd": []}
+    schedule = Schedule(epochs=1, batch_size=batch_size, lr=lr)
+    for r in range(rounds):
+        for method in times:
+            dp = None if method == "nonprivate" else DPSpec(noise_multiplier=1.0, delta=delta, clip=clip)
+            trainer = make_private(make_model(r), data, method=method, dp=dp, schedule=schedule, seed=r,
+                                   device=device)
+            times[method].append(trainer.probe_seconds(steps)["step"])
+    a, b = median(times["nonprivate"]), median(times["dpsgd"])
+    return {"nonprivate_s": a, "dpsgd_s": b, "ratio": b / a, "grams": grams, "rounds": rounds, "steps": steps,
+            "batch_size": batch_size}
 
 
 # ---------------------------------------------------------------------------------------------- summaries
