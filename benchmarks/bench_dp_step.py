@@ -63,6 +63,7 @@ import torch
 
 from privkit.dppose import build_pose_model, count_parameters, pose_loss, public_subspace_from_model
 from privkit.dppose.grads import add_gaussian_noise, clipped_grad_sum, patch_gram, trainable_parameters, unflatten_grads
+from privkit.dppose.features import first_trainable_layer
 from privkit.dppose.train import _FromFeatures
 
 Step = Callable[[], None]
@@ -133,7 +134,7 @@ def build_modes(args) -> tuple[dict[str, Step], dict[str, object]]:
         params = trainable_parameters(model)
         opt = torch.optim.SGD(list(params.values()), lr=lr)
         gen = torch.Generator().manual_seed(0)
-        input_grams = None if grams is None else {model.backbone.body[0]: grams}
+        input_grams = None if grams is None else {model.get_submodule(gram_layer): grams}
 
         def step() -> None:
             opt.zero_grad(set_to_none=True)
@@ -148,16 +149,17 @@ def build_modes(args) -> tuple[dict[str, Step], dict[str, object]]:
         return step, model
 
     modes["privkit"], _ = privkit_step("hooks")
-    grams = None
+    grams, gram_layer = None, ""
     if frozen:  # the patch Grams of the first neck conv, computed once per record (outside the step, as in training)
-        layer = ref.backbone.body[0]
+        gram_layer, layer = first_trainable_layer(ref)  # the trainable part keeps the network's names
         t0 = time.perf_counter()
         grams = patch_gram(layer, x)
         info["gram_ms_per_record"] = 1e3 * (time.perf_counter() - t0) / args.batch
         modes["privkit_grams"], _ = privkit_step("hooks", grams=grams)
         check = fresh()
         a = clipped_grad_sum(check, pose_loss, batch, clip=clip).flat()
-        b = clipped_grad_sum(check, pose_loss, batch, clip=clip, input_grams={check.backbone.body[0]: grams}).flat()
+        b = clipped_grad_sum(check, pose_loss, batch, clip=clip,
+                             input_grams={check.get_submodule(gram_layer): grams}).flat()
         info["max_rel_diff_grams"] = float((a - b).abs().max() / a.abs().max())
     if not args.skip_vmap:
         modes["privkit_vmap"], _ = privkit_step("vmap")
