@@ -208,6 +208,75 @@ def test_dlib_failures_to_enrol_count_blank_images(astronaut):
     assert enc.failures_to_enrol == 0
 
 
+@pytest.mark.slow
+def test_dlib_helper_processes_give_the_sequential_result(lfw_faces, monkeypatch):
+    """A batch split over helper processes gives bit-identical descriptors and the same failure count."""
+    from privkit.encoders import dlib_fr
+
+    enc = _encoder("dlib-resnet-fr")
+    n = 2 * dlib_fr.PARALLEL_MIN_IMAGES  # parts of at least PARALLEL_MIN_IMAGES / 2 images: up to 4 workers
+    # n LFW faces, the last two replaced by blank images (no face: counted as failures), some given boxes
+    x = torch.nn.functional.interpolate(lfw_faces[:n], size=(64, 64), mode="bilinear", align_corners=False)
+    x = x.clamp(0, 1).contiguous()
+    x[-2:] = 0.5
+    calls = []
+    real_pool = dlib_fr._pool
+
+    def counting_pool(paths, helpers):
+        calls.append(helpers)
+        return real_pool(paths, helpers)
+
+    monkeypatch.setattr(dlib_fr, "_pool", counting_pool)
+    results = {}
+    for workers in ("1", "2", "3"):
+        monkeypatch.setenv("PRIVKIT_DLIB_WORKERS", workers)
+        enc.reset_failures()
+        results[workers] = (enc.embed(x, batch_size=n), enc.failures_to_enrol)
+    assert calls == [1, 2]  # one helper for 2 workers, two for 3; none for 1
+    for workers in ("2", "3"):  # bit-identical here; the tolerance admits another CPU's batch-dependent rounding
+        torch.testing.assert_close(results[workers][0], results["1"][0], atol=1e-6, rtol=0)
+        assert results[workers][1] == results["1"][1] >= 2
+    # below PARALLEL_MIN_IMAGES the batch stays in this process
+    calls.clear()
+    enc.embed(x[: dlib_fr.PARALLEL_MIN_IMAGES - 1], batch_size=n)
+    assert calls == []
+
+
+def test_dlib_workers_setting(monkeypatch):
+    from privkit.encoders.dlib_fr import MAX_DEFAULT_WORKERS, dlib_workers
+
+    monkeypatch.delenv("PRIVKIT_DLIB_WORKERS", raising=False)
+    assert 1 <= dlib_workers() <= MAX_DEFAULT_WORKERS
+    monkeypatch.setenv("PRIVKIT_DLIB_WORKERS", "3")
+    assert dlib_workers() == 3
+    for bad in ("0", "-1", "two", ""):
+        monkeypatch.setenv("PRIVKIT_DLIB_WORKERS", bad)
+        with pytest.raises(InvalidArgumentError, match="PRIVKIT_DLIB_WORKERS"):
+            dlib_workers()
+
+
+def test_dlib_falls_back_to_this_process_when_helpers_fail(lfw_faces, monkeypatch):
+    from privkit.encoders import dlib_fr
+
+    enc = _encoder("dlib-resnet-fr")
+    n = dlib_fr.PARALLEL_MIN_IMAGES
+    x = torch.nn.functional.interpolate(lfw_faces[:n], size=(64, 64), mode="bilinear",
+                                        align_corners=False).clamp(0, 1).contiguous()
+    monkeypatch.setenv("PRIVKIT_DLIB_WORKERS", "1")
+    want = enc.embed(x, batch_size=n)
+
+    def no_pool(paths, helpers):
+        raise OSError("no processes here")
+
+    monkeypatch.setattr(dlib_fr, "_pool", no_pool)
+    monkeypatch.setattr(dlib_fr, "_POOLS_BROKEN", False)
+    monkeypatch.setenv("PRIVKIT_DLIB_WORKERS", "2")
+    with pytest.warns(UserWarning, match="could not start"):
+        got = enc.embed(x, batch_size=n)
+    torch.testing.assert_close(got, want, atol=1e-6, rtol=0)
+    assert dlib_fr._POOLS_BROKEN  # later batches do not try again (monkeypatch restores the flag)
+
+
 # -- MTCNN ONet ----------------------------------------------------------------------------------------------------
 def test_onet_trunk_matches_facenet_pytorch_onet(astronaut):
     mtcnn = pytest.importorskip("facenet_pytorch.models.mtcnn")

@@ -19,11 +19,24 @@ Pipeline per image (dlib runs on the CPU, on uint8 RGB arrays):
    descriptor for the whole batch of chips at once.
 
 :class:`DlibFaceAligner` (steps 1–2 plus landmarks) is shared with the ``age-gender`` encoder.
+
+dlib holds Python's global interpreter lock and runs on one core. A batch of at least
+:data:`PARALLEL_MIN_IMAGES` images is therefore split into contiguous parts, one per worker
+(:func:`dlib_workers`: the ``PRIVKIT_DLIB_WORKERS`` environment variable, else the available cores up to 4). The
+calling process computes the first part and helper processes the others. The helpers are started once, by
+``fork`` (``spawn`` would re-run an unguarded calling script in every helper); they run only dlib and numpy, never
+torch or CUDA, which do not survive a fork. The split does not change the result: every step works on one image
+at a time, and dlib computes each chip's descriptor on its own (bit-identical whatever the split on the machine
+privkit is developed on; the tests allow another CPU's rounding). If the helpers cannot run, the batch is computed
+in the calling process, with a warning.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import warnings
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +48,9 @@ from .base import Encoder
 
 __all__ = [
     "MIN_SIDE",
+    "PARALLEL_MIN_IMAGES",
     "check_boxes",
+    "dlib_workers",
     "DlibFaceAligner",
     "DlibFaceRecognitionEncoder",
     "face_recognition_models_dir",
@@ -50,6 +65,11 @@ UPSAMPLE_BELOW = 400
 #: dlib's descriptor chip size and padding.
 CHIP_SIZE = 150
 CHIP_PADDING = 0.25
+
+#: Batches with at least this many images are split across :func:`dlib_workers` processes.
+PARALLEL_MIN_IMAGES = 16
+#: Upper bound of the default worker count.
+MAX_DEFAULT_WORKERS = 4
 
 _MODEL_FILES = {
     "shape_predictor": "shape_predictor_5_face_landmarks.dat",
@@ -200,6 +220,7 @@ class DlibFaceRecognitionEncoder(Encoder):
         super().__init__()
         import dlib
 
+        self._paths = (str(predictor_path), str(descriptor_path))
         self.aligner = DlibFaceAligner(predictor_path)
         self._net = dlib.face_recognition_model_v1(str(descriptor_path))
 
@@ -208,15 +229,107 @@ class DlibFaceRecognitionEncoder(Encoder):
         if boxes is not None:
             check_boxes(boxes)
         box_np = None if boxes is None else boxes.detach().to("cpu", torch.float64).numpy()
-        chips = []
-        for i, img in enumerate(arrays):
-            face = self.aligner.align(img, None if box_np is None else box_np[i])
-            if not face.found:
-                self.failures_to_enrol += 1
-            chips.append(self.aligner.chip(face, size=CHIP_SIZE, padding=CHIP_PADDING))
-        desc = self._net.compute_face_descriptor(chips)
-        out = np.asarray([np.asarray(d, dtype=np.float32) for d in desc], dtype=np.float32).reshape(len(chips), -1)
+        out, failures = _describe_parallel(self.aligner, self._net, self._paths, arrays, box_np)
+        self.failures_to_enrol += failures
         return torch.from_numpy(out).to(self.device)
+
+
+# ------------------------------------------------------------------------------------------ parallel descriptors
+def dlib_workers() -> int:
+    """Processes that share a batch's dlib work: ``PRIVKIT_DLIB_WORKERS`` when set (1 turns the helpers off), else
+    the cores this process may use, at most :data:`MAX_DEFAULT_WORKERS` (1 where processes cannot be forked).
+
+    Raises:
+        InvalidArgumentError: ``PRIVKIT_DLIB_WORKERS`` is not an integer >= 1.
+    """
+    raw = os.environ.get("PRIVKIT_DLIB_WORKERS")
+    if raw is not None:
+        try:
+            n = int(raw)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise InvalidArgumentError(f"PRIVKIT_DLIB_WORKERS must be an integer >= 1, got {raw!r}")
+        return n
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods():  # e.g. Windows: no helpers by default
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_DEFAULT_WORKERS))
+
+
+def _describe(aligner: DlibFaceAligner, net: object, arrays: np.ndarray,
+              boxes: np.ndarray | None) -> tuple[np.ndarray, int]:
+    """Descriptors ``(n, 128)`` float32 of uint8 RGB ``arrays`` and the number of images without a found face."""
+    chips, failures = [], 0
+    for i, img in enumerate(arrays):
+        face = aligner.align(img, None if boxes is None else boxes[i])
+        failures += not face.found
+        chips.append(aligner.chip(face, size=CHIP_SIZE, padding=CHIP_PADDING))
+    desc = net.compute_face_descriptor(chips)  # type: ignore[attr-defined]
+    out = np.asarray([np.asarray(d, dtype=np.float32) for d in desc], dtype=np.float32).reshape(len(chips), -1)
+    return out, failures
+
+
+_WORKER: tuple[DlibFaceAligner, object] | None = None  # the models, inside a helper process
+_POOLS: dict[tuple[str, str, int], ProcessPoolExecutor] = {}
+_POOLS_BROKEN = False
+
+
+def _init_worker(predictor_path: str, descriptor_path: str) -> None:
+    global _WORKER
+    import cv2
+    import dlib
+
+    cv2.setNumThreads(1)  # one small resize per image; the workers already use the cores
+
+    _WORKER = (DlibFaceAligner(predictor_path), dlib.face_recognition_model_v1(descriptor_path))
+
+
+def _describe_in_worker(arrays: np.ndarray, boxes: np.ndarray | None) -> tuple[np.ndarray, int]:
+    if _WORKER is None:  # pragma: no cover - the initializer always runs first
+        raise RuntimeError("dlib worker not initialised")
+    return _describe(_WORKER[0], _WORKER[1], arrays, boxes)
+
+
+def _pool(paths: tuple[str, str], helpers: int) -> ProcessPoolExecutor:
+    key = (*paths, helpers)
+    if key not in _POOLS:
+        import multiprocessing
+
+        _POOLS[key] = ProcessPoolExecutor(max_workers=helpers, mp_context=multiprocessing.get_context("fork"),
+                                          initializer=_init_worker, initargs=paths)
+    return _POOLS[key]
+
+
+def _describe_parallel(aligner: DlibFaceAligner, net: object, paths: tuple[str, str], arrays: np.ndarray,
+                       boxes: np.ndarray | None) -> tuple[np.ndarray, int]:
+    """:func:`_describe` with the batch split into contiguous parts over :func:`dlib_workers` processes."""
+    global _POOLS_BROKEN
+    workers = min(dlib_workers(), len(arrays) // max(1, PARALLEL_MIN_IMAGES // 2))
+    if workers < 2 or len(arrays) < PARALLEL_MIN_IMAGES or _POOLS_BROKEN:
+        return _describe(aligner, net, arrays, boxes)
+    cuts = np.linspace(0, len(arrays), workers + 1).round().astype(int)
+    parts = [(arrays[a:b], None if boxes is None else boxes[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+    try:
+        pool = _pool(paths, workers - 1)
+        futures = [pool.submit(_describe_in_worker, *part) for part in parts[1:]]
+    except Exception as err:  # noqa: BLE001 - no helper processes here: compute in this process
+        _POOLS_BROKEN = True
+        warnings.warn(f"dlib helper processes could not start ({err!r}); computing in this process", stacklevel=3)
+        return _describe(aligner, net, arrays, boxes)
+    results = [_describe(aligner, net, *parts[0])]  # this process computes the first part meanwhile
+    try:
+        results += [f.result() for f in futures]
+    except Exception as err:  # noqa: BLE001 - a helper died (e.g. out of memory): redo its parts here
+        _POOLS_BROKEN = True
+        warnings.warn(f"a dlib helper process failed ({err!r}); computing in this process", stacklevel=3)
+        results += [_describe(aligner, net, *part) for part in parts[len(results):]]
+    return np.concatenate([r[0] for r in results]), sum(r[1] for r in results)
 
 
 def load_dlib_fr(*, device: torch.device | str = "cpu") -> DlibFaceRecognitionEncoder:
