@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -60,17 +62,53 @@ def train_and_judge(seed: int, *, judges: tuple, scale: str, **overrides: Any) -
     return JudgedRun(wall, cpu, len(train), rows)
 
 
+def cpu_label() -> str:
+    """The CPU's model name and whether it has AVX-512 (trained results drift across CPU kernels like a seed)."""
+    name, avx512 = "unknown CPU", False
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return name
+    for line in text.splitlines():
+        if line.startswith("model name") and name == "unknown CPU":
+            name = line.split(":", 1)[1].strip()
+        if line.startswith("flags"):
+            avx512 = avx512 or "avx512f" in line.split()
+    return f"{name} ({'AVX-512' if avx512 else 'no AVX-512'})"
+
+
 def write_results(costs: list[dict[str, Any]], rows: list[dict[str, Any]], *, on: list[str], out: Any) -> None:
-    """Join each run's training cost (with its ratio to the anchor, the first run) to its judged rows, print the
-    table and write it to ``out`` (a path; ``None`` prints only)."""
+    """Join each run's training cost (with its ratio to the anchor, the first run) to its judged rows, add the CPU
+    (:func:`cpu_label`), print the table and write it to ``out`` (a path; ``None`` prints only)."""
     import pandas as pd
 
     cost = pd.DataFrame(costs)
     cost["train_ratio_to_anchor"] = cost.train_wall_s / cost.train_wall_s.iloc[0]
     df = pd.DataFrame(rows).merge(cost, on=on)
+    df["cpu"] = cpu_label()
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(df.to_string(index=False))
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         df.to_csv(out, index=False)
         print(f"wrote {out}")
+
+
+def run_grid(seeds: Sequence[int], values: Sequence[Any], one_run: Callable[..., tuple[dict, list[dict]]], *,
+             label: str, on: list[str], out: Any) -> None:
+    """Call ``one_run(value, seed, judges=...)`` for every seed and value (values inner), one after the other with
+    the same two judges (faceres with its heads, and dlib), then :func:`write_results` (``on``: the columns that
+    name a run)."""
+    from privkit.encoders import load_encoder
+    from privkit.encoders.human_faces import load_faceres_attributes
+
+    judges = (load_faceres_attributes(device="cpu"), load_encoder("dlib-resnet-fr", device="cpu"))
+    costs, rows = [], []
+    for seed in seeds:
+        for value in values:
+            cost, judged = one_run(value, seed, judges=judges)
+            costs.append(cost)
+            rows += judged
+            print(f"{label} {value}, seed {seed}: training {cost['train_wall_s']:.0f} s wall, "
+                  f"{cost['train_cpu_s']:.0f} s CPU", flush=True)
+    write_results(costs, rows, on=on, out=out)

@@ -24,11 +24,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from _synthesisnet_runs import train_and_judge, write_results
+from _synthesisnet_runs import run_grid, train_and_judge
 
 import privkit
-from privkit.encoders import load_encoder
-from privkit.encoders.human_faces import load_faceres_attributes
 
 
 def one_size(size: int, *, seed: int, judges: tuple) -> tuple[dict, list[dict]]:
@@ -48,14 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="CSV of the results (one row per size and judge)")
     args = parser.parse_args(argv)
-    judges = (load_faceres_attributes(device="cpu"), load_encoder("dlib-resnet-fr", device="cpu"))
-    costs, rows = [], []
-    for size in args.sizes:
-        cost, judged = one_size(size, seed=args.seed, judges=judges)
-        costs.append(cost)
-        rows += judged
-        print(f"{size} px: training {cost['train_wall_s']:.0f} s wall, {cost['train_cpu_s']:.0f} s CPU", flush=True)
-    write_results(costs, rows, on=["image_size"], out=args.out)
+    run_grid([args.seed], args.sizes, lambda size, seed, judges: one_size(size, seed=seed, judges=judges),
+             label="image size", on=["image_size"], out=args.out)
     return 0
 
 

@@ -25,10 +25,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from _synthesisnet_runs import train_and_judge, write_results
-
-from privkit.encoders import load_encoder
-from privkit.encoders.human_faces import load_faceres_attributes
+from _synthesisnet_runs import run_grid, train_and_judge
 
 
 def one_run(width: int, seed: int, *, judges: tuple) -> tuple[dict, list[dict]]:
@@ -47,15 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--out", type=Path, default=None, help="CSV of the results (one row per run, judge, release)")
     args = parser.parse_args(argv)
-    judges = (load_faceres_attributes(device="cpu"), load_encoder("dlib-resnet-fr", device="cpu"))
-    costs, rows = [], []
-    for seed in args.seeds:
-        for width in args.widths:
-            cost, judged = one_run(width, seed, judges=judges)
-            costs.append(cost)
-            rows += judged
-            print(f"width {width}, seed {seed}: training {cost['train_wall_s']:.0f} s wall", flush=True)
-    write_results(costs, rows, on=["width", "seed"], out=args.out)
+    run_grid(args.seeds, args.widths, one_run, label="width", on=["width", "seed"], out=args.out)
     return 0
 
 
