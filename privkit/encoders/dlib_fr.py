@@ -286,7 +286,6 @@ def _init_worker(predictor_path: str, descriptor_path: str) -> None:
     import dlib
 
     cv2.setNumThreads(1)  # one small resize per image; the workers already use the cores
-
     _WORKER = (DlibFaceAligner(predictor_path), dlib.face_recognition_model_v1(descriptor_path))
 
 
