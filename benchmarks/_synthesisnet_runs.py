@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from _machine import cpu_label
 
 import privkit
 from privkit.data import load_faces
@@ -60,21 +61,6 @@ def train_and_judge(seed: int, *, judges: tuple, scale: str, **overrides: Any) -
              "identity_distance": r.identity_distance}
             for r in judged[judged.judge.isin(["faceres", "dlib"]) & (judged.method != "original")].itertuples()]
     return JudgedRun(wall, cpu, len(train), rows)
-
-
-def cpu_label() -> str:
-    """The CPU's model name and whether it has AVX-512 (trained results drift across CPU kernels like a seed)."""
-    name, avx512 = "unknown CPU", False
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return name
-    for line in text.splitlines():
-        if line.startswith("model name") and name == "unknown CPU":
-            name = line.split(":", 1)[1].strip()
-        if line.startswith("flags"):
-            avx512 = avx512 or "avx512f" in line.split()
-    return f"{name} ({'AVX-512' if avx512 else 'no AVX-512'})"
 
 
 def write_results(costs: list[dict[str, Any]], rows: list[dict[str, Any]], *, on: list[str], out: Any) -> None:

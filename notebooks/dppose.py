@@ -45,7 +45,10 @@
 # paper's SimCC head on top. The frozen features of every image are computed once and cached, so a step
 # only runs the trainable part (the gradients are the same as recomputing them; `tests/test_dppose_features.py`).
 # The numbers are not comparable with the paper's MPII numbers in absolute terms; the notebook prints the
-# paper's numbers beside ours and judges the *orderings*.
+# paper's numbers beside ours and judges the *orderings*. The paper's other regime, *full* fine-tuning (every
+# parameter trains, the pyramid too: `build_pose_model(..., freeze_backbone=False)`), runs the whole network at
+# every step and is too slow for this notebook's budget on a CPU; `benchmarks/bench_dppose_full_finetuning.py`
+# trains every method in both regimes on this scale's data and settings, and the README reports what it measured.
 #
 # **Paper scale** (not run here): the same code reads MPII's train and validation splits from `data_root`
 # (`privkit.data.paper.mpii.load_mpii`, 256-px square crops) and the paper's ImageNet TinyViT-5M weights

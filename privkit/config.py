@@ -132,9 +132,3 @@ def load(paper: str, scale: str = "default", **overrides: Any) -> Any:
             raise UnknownNameError("override", sorted(unknown)[0], fields)
         cfg = dataclasses.replace(cfg, **overrides)
     return cfg
-
-
-def paper_info(paper: str) -> PaperInfo:
-    if paper not in PAPERS:
-        raise UnknownNameError("paper", paper, PAPERS)
-    return PAPERS[paper]

@@ -29,7 +29,7 @@ from privkit.dppose import (
     train,
     trainable_parameters,
 )
-from privkit.dppose.grads import add_gaussian_noise
+from privkit.dppose.grads import ClippedSum, add_gaussian_noise
 from privkit.dppose.train import private_clipped_sum
 from privkit.errors import (
     InsufficientDataError,
@@ -383,6 +383,44 @@ def test_trainers_are_deterministic_for_a_seed(data, public):
     d = train(None, data, method="dpsgd", seed=5, **{**kw, "dp": replace(dp, secure=True)})  # OS-entropy noise
     e = train(None, data, method="dpsgd", seed=5, **kw)
     assert not torch.equal(_params(d.model), _params(e.model))
+
+
+@pytest.mark.parametrize("method", ["nonprivate", "dpsgd", "feature_projective"])
+def test_micro_batches_take_the_same_step(data, public, method):
+    """Schedule(micro_batch=m) processes a step's batch in parts and adds their sums: the same training (clipping is
+    per record; the means are recombined with the parts' sizes), the subspace included, up to rounding."""
+    sched = dict(epochs=1, batch_size=16, lr=0.05, optimizer="sgd", log_every=1)  # SGD: rounding stays rounding
+    kw = dict(seed=4, device="cpu")
+    if method != "nonprivate":
+        kw.update(dp=DPSpec(noise_multiplier=1.0, delta=1e-5, clip=0.05, accountant="rdp"))
+    if method == "feature_projective":
+        kw.update(public=PublicSpec(public_set=public, k=4, refresh=2))
+    whole = train(small_model(seed=2), data, method=method, schedule=Schedule(**sched), **kw)
+    parts = train(small_model(seed=2), data, method=method, schedule=Schedule(**sched, micro_batch=5), **kw)
+    assert parts.config["micro_batch"] == 5 and whole.config["micro_batch"] is None
+    assert parts.steps == whole.steps and parts.guarantee.epsilon == whole.guarantee.epsilon
+    assert torch.allclose(_params(parts.model), _params(whole.model), atol=1e-5, rtol=1e-4)
+    for a, b in zip(parts.history, whole.history):
+        assert a["batch_size"] == b["batch_size"] and a["loss"] == pytest.approx(b["loss"], rel=1e-4)
+        if method != "nonprivate":
+            assert a["clipped_fraction"] == b["clipped_fraction"]
+    with pytest.raises(InvalidArgumentError, match="micro_batch"):
+        Schedule(micro_batch=0)
+
+
+def test_clipped_sums_of_parts_combine_to_the_whole(data):
+    model = small_model(seed=1)
+    batch = batch_of(model, data, 12)
+    whole = private_clipped_sum(model, batch, method="dpsgd", clip=0.05)
+    parts = [private_clipped_sum(model, tuple(t[i:i + 5] for t in batch), method="dpsgd", clip=0.05)
+             for i in (0, 5, 10)]
+    both = ClippedSum.combine(parts)
+    assert both.batch_size == 12 and both.non_finite == 0 and torch.equal(both.norms, torch.cat([p.norms for p in parts]))
+    assert torch.allclose(both.flat(), whole.flat(), atol=1e-7, rtol=1e-5)
+    assert torch.allclose(both.norms, whole.norms, rtol=1e-5) and float(both.loss) == pytest.approx(float(whole.loss),
+                                                                                                    rel=1e-5)
+    with pytest.raises(InvalidArgumentError, match="parts"):
+        ClippedSum.combine([])
 
 
 def test_projected_update_lies_in_the_public_subspace(data, public):

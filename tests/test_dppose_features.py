@@ -16,6 +16,7 @@ from privkit.dppose import (
     PublicSpec,
     Schedule,
     build_pose_model,
+    full_finetuning_state,
     evaluate_pckh,
     per_sample_grads,
     train,
@@ -68,6 +69,31 @@ def test_frozen_part_has_no_trainable_parameter_and_keeps_batchnorm_in_eval(mode
     full = build_pose_model(SIZE, backbone="efficientnet_lite0", neck_width=8, seed=0, freeze_backbone=False).train()
     assert full.frozen is None and sum(p.numel() for p in full.parameters() if p.requires_grad) > 600_000
     check_per_record_model(full)
+
+
+def test_full_finetuning_starts_from_a_frozen_regime_warm_start(model, data):
+    """The renamed frozen-regime state loads strictly into the unfrozen network, which computes the same function."""
+    frozen = copy.deepcopy(model).eval()
+    with torch.no_grad():  # a non-trivial neck and head (not the seeded initialisation the full network also has)
+        for p in frozen.head.parameters():
+            p.add_(0.01 * torch.randn(p.shape, generator=torch.Generator().manual_seed(5)))
+    full = build_pose_model(SIZE, backbone="efficientnet_lite0", neck_width=8, seed=3, freeze_backbone=False)
+    state = full_finetuning_state(frozen.state_dict())
+    assert set(state) == set(full.state_dict())
+    full.load_state_dict(state, strict=True)
+    full.eval()
+    x = data[0].images[:4]
+    with torch.no_grad():
+        a, b = frozen(x), full(x)
+    assert torch.allclose(a[0], b[0], atol=1e-5, rtol=1e-5) and torch.allclose(a[1], b[1], atol=1e-5, rtol=1e-5)
+    # and a private run of the full network takes it as its warm start
+    r = train(full, data[0], method="nonprivate", schedule=Schedule(epochs=1, batch_size=8), seed=0,
+              warm_start=state)
+    assert r.steps >= 1
+    with pytest.raises(InvalidArgumentError, match="frozen_state"):
+        full_finetuning_state(full.state_dict())  # already the full network's form: no frozen.* entry
+    with pytest.raises(InvalidArgumentError, match="already in the full network's form"):
+        full_finetuning_state({**frozen.state_dict(), "backbone.0.x": torch.zeros(1)})
 
 
 def test_forward_on_cached_features_equals_forward_on_images(model, data):

@@ -384,6 +384,44 @@ def test_dppose_backbone_ablation():
     assert npv.imagenet >= 60  # "only it reaches privkit's non-private target (≥ 60)"
 
 
+def test_dppose_full_finetuning_benchmark():
+    """The frozen-vs-full table and its sentences are rebuilt from the benchmark's committed CSV, the verdicts with the
+    notebook's pooled run-to-run spread."""
+    from privkit.studies.dppose import experiments as X
+    from privkit.studies.dppose.plots import METHOD_NAMES
+
+    df = pd.read_csv(ROOT / "benchmarks" / "results" / "dppose_full_finetuning.csv")
+    fro = df[df.regime == "frozen"].set_index("method")
+    full = df[(df.regime == "full") & (df.micro_batch == 16)].set_index("method")
+    whole = df[(df.regime == "full") & df.micro_batch.isna()].set_index("method")
+    assert set(fro.index) == set(full.index) == set(METHOD_NAMES) and fro.micro_batch.isna().all()
+    assert (df.steps == 32).all() and (df.seed == 0).all() and df.cpu.nunique() == 1
+    private = df[df.method != "nonprivate"]
+    assert ((private.epsilon == 0.8) & (private.epsilon_reported <= 0.8) & (private["clip"] == 0.1)).all()
+    sd = X.pooled_seed_sd(csv("dppose/table1_runs"))
+    verdicts = {}
+    for m, name in METHOD_NAMES.items():
+        v = X.verdict([full.pckh[m]], [fro.pckh[m]], sd=sd)
+        verdicts[m] = v["verdict"]
+        in_readme(f"| {name} | {fro.pckh[m]:.2f} | {full.pckh[m]:.2f} | {v['diff']:+.2f} | {v['verdict']} | "
+                  f"{fro.s_per_step[m]:.2f} / {full.s_per_step[m]:.1f} |")
+    in_readme(f"margin ±{X.verdict([0.0], [0.0], sd=sd)['margin']:.2f}")
+    in_readme(f"{int(fro.trainable_parameters.iloc[0]):,} trainable parameters in the frozen regime, "
+              f"{int(full.trainable_parameters.iloc[0]):,} in the full one")
+    w = whole.loc["nonprivate"]
+    in_readme(f"{w.s_per_step:.1f} s per step in one pass over the whole batch and {full.s_per_step['nonprivate']:.1f} s "
+              f"in parts of 16 records (PCKh@0.5 {w.pckh:.2f} and {full.pckh['nonprivate']:.2f}")
+    ratio = full.s_per_step["dpsgd"] / full.s_per_step["nonprivate"]
+    in_readme(f"a full-regime DP-SGD step costs {ratio:.2f}× a full non-private step")
+    # the prose around the table
+    in_readme(f"the noise on {full.trainable_parameters.iloc[0] / fro.trainable_parameters.iloc[0]:.1f} times as many "
+              "parameters")
+    assert {m for m, v in verdicts.items() if v != "holds"} == {"projected"} and verdicts["projected"] == "does not hold"
+    gain = full.pckh - fro.pckh
+    assert min(gain[m] for m in ("dpsgd", "feature", "feature_projective")) > gain["nonprivate"]
+    assert full.pckh["feature_projective"] < min(full.pckh["dpsgd"], full.pckh["feature"])
+
+
 # ------------------------------------------------------------------------------------------------- SynthesisNet
 def _syn_row(t: pd.DataFrame, judge: str, method: str, eps: float) -> pd.Series:
     return t[(t.judge == judge) & (t.method == method) & (t.epsilon == eps)].iloc[0]

@@ -40,6 +40,7 @@ from .model import (
     build_pose_model,
     count_parameters,
     decode_simcc,
+    full_finetuning_state,
     simcc_kl_loss,
     simcc_targets,
 )
@@ -84,6 +85,7 @@ __all__ = [
     "decode_simcc",
     "evaluate_pckh",
     "flatten_grads",
+    "full_finetuning_state",
     "patch_gram",
     "per_sample_grads",
     "per_sample_norms",

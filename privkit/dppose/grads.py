@@ -605,6 +605,20 @@ class ClippedSum:
         """The sum as one vector ``(p,)``."""
         return flatten_grads(self.grads)
 
+    @staticmethod
+    def combine(parts: Sequence["ClippedSum"]) -> "ClippedSum":
+        """The clipped sum of a batch from those of its parts (disjoint records, in order): the sums added, the
+        norms concatenated, the loss the mean over all finite records."""
+        if not parts:
+            raise InvalidArgumentError("parts must hold at least one ClippedSum")
+        grads = {n: torch.stack([p.grads[n] for p in parts]).sum(0) for n in parts[0].grads}
+        finite = [p.batch_size - p.non_finite for p in parts]
+        n_finite = sum(finite)
+        loss = (sum(p.loss * f for p, f in zip(parts, finite)) / n_finite if n_finite
+                else torch.zeros_like(parts[0].loss))
+        return ClippedSum(grads=grads, norms=torch.cat([p.norms for p in parts]), loss=loss,
+                          batch_size=sum(p.batch_size for p in parts), non_finite=sum(p.non_finite for p in parts))
+
 
 def clipped_grad_sum(
     model: nn.Module,

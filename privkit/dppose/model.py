@@ -82,6 +82,7 @@ __all__ = [
     "EfficientNetPyramid",
     "MoveNetPyramid",
     "build_pose_model",
+    "full_finetuning_state",
     "simcc_targets",
     "simcc_kl_loss",
     "decode_simcc",
@@ -781,6 +782,33 @@ def _pyramid_pose_net(
     pyramid.requires_grad_(True)
     return PoseNet(nn.Sequential(pyramid, neck), head, input_size=hw, split_ratio=split_ratio,
                    label_sigma=label_sigma, num_joints=num_joints, mean=mean, std=std)
+
+
+def full_finetuning_state(frozen_state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A frozen-regime state dict renamed for the full-fine-tuning network of the same backbone.
+
+    :func:`build_pose_model` with ``freeze_backbone=True`` holds the pyramid as ``frozen.*`` and the neck as
+    ``backbone.*``; with ``freeze_backbone=False`` the backbone is ``Sequential(pyramid, neck)`` (``backbone.0.*``,
+    ``backbone.1.*``). The renamed state loads into the unfrozen network (``train(..., warm_start=...)``), which
+    then computes the same function: full fine-tuning starts from a frozen-regime warm start.
+
+    Raises:
+        InvalidArgumentError: ``frozen_state`` holds no ``frozen.*`` entry (not a frozen-regime state) or a name
+            already in the full network's form.
+    """
+    if not isinstance(frozen_state, Mapping) or not any(n.startswith("frozen.") for n in frozen_state):
+        raise InvalidArgumentError("frozen_state must be the state dict of a frozen-regime PoseNet "
+                                   "(build_pose_model(..., freeze_backbone=True)): it has no 'frozen.*' entry")
+    out: dict[str, torch.Tensor] = {}
+    for name, value in frozen_state.items():
+        if name.startswith(("backbone.0.", "backbone.1.")):
+            raise InvalidArgumentError(f"frozen_state entry {name!r} is already in the full network's form")
+        if name.startswith("frozen."):
+            name = "backbone.0." + name[len("frozen."):]
+        elif name.startswith("backbone."):
+            name = "backbone.1." + name[len("backbone."):]
+        out[name] = value
+    return out
 
 
 def build_pose_model(

@@ -62,12 +62,14 @@ from .grads import (
     add_gaussian_noise,
     check_per_record_model,
     clipped_grad_sum,
+    flatten_grads,
+    per_sample_grads,
     trainable_parameters,
     unflatten_grads,
 )
 from .metrics import PCKhResult, pckh
 from .model import build_pose_model, simcc_kl_loss
-from .subspace import PublicSubspace, public_subspace_from_model
+from .subspace import PublicSubspace, public_subspace, public_subspace_from_model
 
 __all__ = [
     "METHODS",
@@ -487,6 +489,12 @@ class Schedule:
         optimizer: ``"adamw"`` (the paper's public code) or ``"sgd"`` (momentum 0.9).
         weight_decay: weight decay ``>= 0``.
         log_every: a history entry every this many steps (default once per epoch) and at the last step.
+        micro_batch: records per forward/backward pass (default: the whole batch in one pass). A step's batch is
+            then processed in parts of at most this many records and their sums added: the same step (clipping is
+            per record, so the clipped sum of a batch is the sum over its parts; the non-private and public-view
+            gradients are the batch means, recombined with the parts' sizes), in bounded memory. Only the rounding
+            of the sums can differ. On a CPU, one large pass through a whole backbone can also be slower per image
+            than several small ones (full fine-tuning).
     """
 
     epochs: int = 1
@@ -495,6 +503,7 @@ class Schedule:
     optimizer: Literal["adamw", "sgd"] = "adamw"
     weight_decay: float = 0.0
     log_every: int | None = None
+    micro_batch: int | None = None
 
     def __post_init__(self) -> None:
         check_int("epochs", self.epochs, minimum=1)
@@ -505,6 +514,8 @@ class Schedule:
             raise InvalidArgumentError(f"weight_decay must be >= 0, got {self.weight_decay}")
         if self.log_every is not None:
             check_int("log_every", self.log_every, minimum=1)
+        if self.micro_batch is not None:
+            check_int("micro_batch", self.micro_batch, minimum=1)
 
 
 def _new_window() -> dict[str, float]:
@@ -713,11 +724,19 @@ class PrivateTrainer:
         idx = perm[j * bsz:(j + 1) * bsz] if j < self.steps_per_epoch - 1 else perm[j * bsz:]
         if idx.numel() == 0:
             idx = perm[:bsz]
-        batch = pose_batch(self.net, self.private_set, idx, device=self.dev)
-        loss = pose_loss(self.fwd(batch[0]), *batch[1:])
-        loss.backward()
-        window["loss"] += float(loss.detach())
+        total = 0.0
+        for part in self._parts(idx):  # the batch mean, as a size-weighted sum of part means
+            batch = pose_batch(self.net, self.private_set, part, device=self.dev)
+            loss = pose_loss(self.fwd(batch[0]), *batch[1:]) * (part.numel() / idx.numel())
+            loss.backward()
+            total += float(loss.detach())
+        window["loss"] += total
         window["bs"] += idx.numel()
+
+    def _parts(self, idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """``idx`` in consecutive parts of at most ``schedule.micro_batch`` records (one part by default)."""
+        m = self.schedule.micro_batch
+        return (idx,) if m is None or idx.numel() <= m else idx.split(m)
 
     def _refresh_subspace(self) -> None:
         public_set = self.public.public_set
@@ -725,35 +744,51 @@ class PrivateTrainer:
             pidx = torch.arange(self.m_pub)
         else:
             pidx = torch.randperm(len(public_set), generator=self.g_public)[: self.m_pub]
-        pub = pose_batch(self.net, public_set, pidx, device=self.dev)
-        self.subspace = public_subspace_from_model(self.fwd, pose_loss, pub, k=self.sub_k,
-                                                   method=self.dp.per_sample_method, allow_lower_rank=True)
+        parts = self._parts(pidx)
+        if len(parts) == 1:
+            pub = pose_batch(self.net, public_set, pidx, device=self.dev)
+            self.subspace = public_subspace_from_model(self.fwd, pose_loss, pub, k=self.sub_k,
+                                                       method=self.dp.per_sample_method, allow_lower_rank=True)
+            return
+        rows = [flatten_grads(per_sample_grads(self.fwd, pose_loss, pose_batch(self.net, public_set, part,
+                                                                                 device=self.dev),
+                                               method=self.dp.per_sample_method), batched=True).detach()
+                for part in parts]
+        self.subspace = public_subspace(torch.cat(rows), k=self.sub_k, allow_lower_rank=True)
 
     def _public_view_gradient(self, window: dict[str, float]) -> torch.Tensor | None:
         """The clean gradient of the public view ψ(x) on an independently Poisson-sampled batch (None if empty)."""
         fidx = poisson_subset(self.n, self.q, generator=self.g_feature)
         if fidx.numel() == 0:
             return None
-        if self.public.blurred_set is not None:
-            fb = pose_batch(self.net, self.public.blurred_set, fidx, device=self.dev)
-        else:
-            fb = pose_batch(self.net, self.private_set, fidx, device=self.dev, transform=self.psi)
-        ploss = pose_loss(self.fwd(fb[0]), *fb[1:])
-        gp = torch.autograd.grad(ploss, list(self.params.values()), allow_unused=True)
-        window["public_loss"] += float(ploss.detach())
-        return torch.cat([(torch.zeros_like(p) if t is None else t).reshape(-1)
-                          for p, t in zip(self.params.values(), gp)]).detach()
+        flat, total = None, 0.0
+        for part in self._parts(fidx):  # the batch mean, as a size-weighted sum of part means
+            if self.public.blurred_set is not None:
+                fb = pose_batch(self.net, self.public.blurred_set, part, device=self.dev)
+            else:
+                fb = pose_batch(self.net, self.private_set, part, device=self.dev, transform=self.psi)
+            ploss = pose_loss(self.fwd(fb[0]), *fb[1:]) * (part.numel() / fidx.numel())
+            gp = torch.autograd.grad(ploss, list(self.params.values()), allow_unused=True)
+            total += float(ploss.detach())
+            g = torch.cat([(torch.zeros_like(p) if t is None else t).reshape(-1)
+                           for p, t in zip(self.params.values(), gp)]).detach()
+            flat = g if flat is None else flat + g
+        window["public_loss"] += total
+        return flat
 
     def _private_step(self, step: int, window: dict[str, float]) -> None:
         if self.method in _PROJECTED and (self.subspace is None or step % self.sub_refresh == 0):
             self._refresh_subspace()
         idx = poisson_subset(self.n, self.q, generator=self.g_sample)
-        batch = pose_batch(self.net, self.private_set, idx, device=self.dev)
-        grams = None
-        if self.gram_layer is not None:
-            grams = {self.gram_layer: self.private_set.grams[idx].to(self.dev)}
-        cs = private_clipped_sum(self.fwd, batch, method=self.method, clip=self.c_norm,
-                                 per_sample_method=self.dp.per_sample_method, input_grams=grams)
+        parts = []
+        for part in self._parts(idx):  # one clip per record: the batch's clipped sum is the sum over its parts
+            batch = pose_batch(self.net, self.private_set, part, device=self.dev)
+            grams = None
+            if self.gram_layer is not None:
+                grams = {self.gram_layer: self.private_set.grams[part].to(self.dev)}
+            parts.append(private_clipped_sum(self.fwd, batch, method=self.method, clip=self.c_norm,
+                                             per_sample_method=self.dp.per_sample_method, input_grams=grams))
+        cs = parts[0] if len(parts) == 1 else ClippedSum.combine(parts)
         g = (cs.flat() if self.no_noise else
              add_gaussian_noise(cs.flat(), clip=self.c_norm, noise_multiplier=self.sigma, generator=self.g_noise)) / self.bsz
         self.acc_steps += 1
@@ -886,7 +921,7 @@ class PrivateTrainer:
             "seed": self.seed, "accountant": self.acct, "neighbouring": self.relation,
             "public_weight": self.pub_w if self.method in _FEATURE else None, "optimizer": s.optimizer,
             "weight_decay": float(s.weight_decay), "n_private": self.n, "device": str(self.dev), "secure": dp.secure,
-            "cached_features": self.cached, "input_grams": self.gram_layer is not None,
+            "cached_features": self.cached, "input_grams": self.gram_layer is not None, "micro_batch": s.micro_batch,
         }
 
     def _guarantee(self) -> PrivacyGuarantee:

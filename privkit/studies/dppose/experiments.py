@@ -338,6 +338,7 @@ class DesignSettings:
         refresh: subspace refresh interval.
         accountant: ``"prv"``, ``"rdp"`` or ``"pld"`` for the add/remove methods; the feature methods are accounted
             under substitution with ``"pld"`` whatever this says (see :class:`privkit.dppose.DPSpec`).
+        micro_batch: records per forward/backward pass (:class:`privkit.dppose.Schedule`; None: whole batches).
     """
 
     delta: float
@@ -348,6 +349,7 @@ class DesignSettings:
     refresh: int
     accountant: str = "prv"
     nonprivate_epochs: int | None = None
+    micro_batch: int | None = None
 
 
 def run_design(
@@ -419,7 +421,8 @@ def run_design(
         t0, c0 = time.perf_counter(), time.process_time()
         run_epochs = epochs if spec.method != "nonprivate" or nonprivate_epochs is None else nonprivate_epochs
         res = train(make_model(spec.seed), train_set, method=spec.method, dp=dp, public=public,
-                    schedule=Schedule(epochs=run_epochs, batch_size=batch_size, lr=lr), seed=spec.seed, device=device,
+                    schedule=Schedule(epochs=run_epochs, batch_size=batch_size, lr=lr, micro_batch=settings.micro_batch),
+                    seed=spec.seed, device=device,
                     warm_start=warm_state if spec.init == "warm" else None)
         cpu, wall = time.process_time() - c0, time.perf_counter() - t0
         score = evaluate_pckh(res.model, test_set)
@@ -693,17 +696,6 @@ def _nonprivate(df: pd.DataFrame, seed: int) -> float:
     df = _raw(df)
     d = df[(df.method == "nonprivate") & (df.init == "warm") & (df.seed == seed)].pckh
     return float(d.iloc[0]) if len(d) else float("nan")
-
-
-def _value(df: pd.DataFrame, method: str, *, epsilon: float | None, clip: float | None, k: int | None, seed: int,
-           init: str = "warm") -> float:
-    df = _raw(df)
-    d = df[(df.method == method) & (df.init == init) & (df.seed == seed)]
-    if method != "nonprivate":
-        d = d[(d.epsilon == epsilon) & (d.clip_norm == clip)]
-        if method in _PROJECTED:
-            d = d[d.k == k]
-    return float(d.pckh.iloc[0]) if len(d) else float("nan")
 
 
 #: Smallest difference (PCKh points) a verdict may rest on, whatever the seed spread: trained results move by
