@@ -69,7 +69,7 @@ from .grads import (
 )
 from .metrics import PCKhResult, pckh
 from .model import build_pose_model, simcc_kl_loss
-from .subspace import PublicSubspace, public_subspace, public_subspace_from_model
+from .subspace import PublicSubspace, public_subspace
 
 __all__ = [
     "METHODS",
@@ -744,16 +744,12 @@ class PrivateTrainer:
             pidx = torch.arange(self.m_pub)
         else:
             pidx = torch.randperm(len(public_set), generator=self.g_public)[: self.m_pub]
-        parts = self._parts(pidx)
-        if len(parts) == 1:
-            pub = pose_batch(self.net, public_set, pidx, device=self.dev)
-            self.subspace = public_subspace_from_model(self.fwd, pose_loss, pub, k=self.sub_k,
-                                                       method=self.dp.per_sample_method, allow_lower_rank=True)
-            return
+        # the per-sample public gradients at the current weights (in parts, see Schedule.micro_batch), then the
+        # top-k subspace: what public_subspace_from_model computes for one part
         rows = [flatten_grads(per_sample_grads(self.fwd, pose_loss, pose_batch(self.net, public_set, part,
                                                                                  device=self.dev),
                                                method=self.dp.per_sample_method), batched=True).detach()
-                for part in parts]
+                for part in self._parts(pidx)]
         self.subspace = public_subspace(torch.cat(rows), k=self.sub_k, allow_lower_rank=True)
 
     def _public_view_gradient(self, window: dict[str, float]) -> torch.Tensor | None:
