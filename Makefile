@@ -20,6 +20,7 @@ export PYTHONHASHSEED := 0
 SUBMISSIONS ?=
 GRADES ?= build/grades.csv
 GRADE_TIMEOUT ?= 600
+TEST_WORKERS ?= 2
 
 .PHONY: all figures test test-fast lab notebooks assignments grade browser-deps clean venv
 
@@ -76,9 +77,11 @@ browser-deps:
 	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
 	  chromium chromium-driver >/dev/null || { echo "browser-deps: apt-get could not install chromium" >&2; exit 1; }
 
-## The fast subset for development (about a minute): unit tests not marked slow, no kernel re-run, no notebooks.
+## The fast subset for development (under a minute on 2 cores): unit tests not marked slow, in $(TEST_WORKERS) worker
+## processes (pytest-xdist), no kernel re-run, no notebooks. Bytecode is cached (__pycache__, ignored by git) even where
+## PYTHONDONTWRITEBYTECODE is set, so a second run skips recompiling privkit and rewriting the tests' asserts.
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" tests
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -q -p no:cacheprovider -p no:nbval -n $(TEST_WORKERS) -m "not slow" tests
 
 ## JupyterLab on notebooks/: the jupytext .py files open as notebooks (jupyter/labconfig), kernels talk over IPC
 ## (jupyter/jupyter_server_config.json), and figures show inline (MPLBACKEND unset).

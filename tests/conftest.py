@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-import torch
 
 #: Test modules that ``make test`` runs a second time under other CPU kernels (``-m kernels``, with
 #: ``ATEN_CPU_CAPABILITY=default``, ``MKL_ENABLE_INSTRUCTIONS=SSE4_2`` and two threads): every release and every
@@ -38,7 +37,10 @@ def pytest_collection_modifyitems(config, items):
 def _torch_threads():
     """One intra-op thread by default: the tensors in the tests are small, and on a shared 2-core CI machine
     spinning OpenMP threads costs far more than it gains (small eigendecompositions were 3-30x slower with 2 threads
-    under contention). ``PRIVKIT_TEST_THREADS`` overrides it (the kernel re-run uses 2)."""
+    under contention). ``PRIVKIT_TEST_THREADS`` overrides it (the kernel re-run uses 2). torch is imported here, not
+    at the top, so that pytest-xdist's controller process (``make test-fast``), which runs no test, never loads it."""
+    import torch
+
     threads = torch.get_num_threads()
     torch.set_num_threads(int(os.environ.get("PRIVKIT_TEST_THREADS", "1")))
     yield

@@ -221,7 +221,7 @@ def test_a_non_finite_private_record_stops_training(field):
               seed=0)
 
 
-@pytest.mark.parametrize("how", ["vmap", "hooks"])
+@pytest.mark.parametrize("how", [pytest.param("vmap", marks=pytest.mark.slow), "hooks"])
 def test_clipping_drops_a_non_finite_per_sample_gradient(how):
     data = _tiny_pose(6)
     model = build_pose_model((32, 32), seed=0)

@@ -86,6 +86,7 @@ def public() -> PoseSet:
 
 
 # ------------------------------------------------------------------------------------------- per-sample gradients
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:Full backward hook is firing")
 def test_per_sample_grads_match_opacus(data):
     from opacus import GradSampleModule
@@ -255,6 +256,7 @@ def test_public_subspace_is_the_top_k_orthogonal_projector():
     assert public_subspace(low, k=4, allow_lower_rank=True).rank == 2
 
 
+@pytest.mark.slow
 def test_public_subspace_from_model_uses_per_sample_public_gradients(public):
     model = small_model()
     pub = batch_of(model, public, 16)
@@ -385,7 +387,8 @@ def test_trainers_are_deterministic_for_a_seed(data, public):
     assert not torch.equal(_params(d.model), _params(e.model))
 
 
-@pytest.mark.parametrize("method", ["nonprivate", "dpsgd", "feature_projective"])
+@pytest.mark.parametrize("method", ["nonprivate", pytest.param("dpsgd", marks=pytest.mark.slow),
+                                    pytest.param("feature_projective", marks=pytest.mark.slow)])
 def test_micro_batches_take_the_same_step(data, public, method):
     """Schedule(micro_batch=m) processes a step's batch in parts and adds their sums: the same training (clipping is
     per record; the means are recombined with the parts' sizes), the subspace included, up to rounding."""
@@ -484,6 +487,7 @@ def test_private_and_public_view_batches_are_two_independent_poisson_samples(dat
     assert any(not torch.equal(a[3], b[3]) for a, b in zip(calls[0::2], calls[1::2]))
 
 
+@pytest.mark.slow
 def test_nonprivate_training_improves_pckh(data):
     model = build_pose_model(SIZE, width=8, seed=0)
     test = make_poseset(32, seed=7)

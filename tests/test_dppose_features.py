@@ -71,6 +71,7 @@ def test_frozen_part_has_no_trainable_parameter_and_keeps_batchnorm_in_eval(mode
     check_per_record_model(full)
 
 
+@pytest.mark.slow
 def test_full_finetuning_starts_from_a_frozen_regime_warm_start(model, data):
     """The renamed frozen-regime state loads strictly into the unfrozen network, which computes the same function."""
     frozen = copy.deepcopy(model).eval()

@@ -193,6 +193,7 @@ def test_training_with_grams_equals_training_without(model, private):
         train(model, wrong, **kw)
 
 
+@pytest.mark.slow
 def test_step_cost_times_both_steps_with_the_grams_attached(model, private):
     from privkit.studies.dppose.experiments import step_cost
 

@@ -150,7 +150,7 @@ def test_bad_images_are_rejected(name, bad, error):
         _encoder(name).embed(bad)
 
 
-@pytest.mark.parametrize("name", ["dlib-resnet-fr", "mtcnn-onet", "age-gender"])
+@pytest.mark.parametrize("name", ["dlib-resnet-fr", "mtcnn-onet", pytest.param("age-gender", marks=pytest.mark.slow)])
 def test_bad_boxes_are_rejected(name):
     x = torch.rand(2, 3, 32, 32)
     enc = _encoder(name)
@@ -193,6 +193,7 @@ def test_dlib_same_person_closer_than_other_people(astronaut, lfw_faces):
     assert float(za @ zb.T) > 0.99
 
 
+@pytest.mark.slow
 def test_dlib_failures_to_enrol_count_blank_images(astronaut):
     enc = _encoder("dlib-resnet-fr")
     enc.reset_failures()
@@ -255,6 +256,7 @@ def test_dlib_workers_setting(monkeypatch):
             dlib_workers()
 
 
+@pytest.mark.slow
 def test_dlib_falls_back_to_this_process_when_helpers_fail(lfw_faces, monkeypatch):
     from privkit.encoders import dlib_fr
 

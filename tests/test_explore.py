@@ -58,6 +58,7 @@ def test_scoreshield_view_reports_the_true_delta_of_the_papers_sigma(static, cap
     assert projected < naive  # projecting onto the correlation matrices can only move towards the truth
 
 
+@pytest.mark.slow
 def test_dppose_view_accounts_both_relations_at_the_target(static, capsys):
     E.dppose_view(1.0, 0.1, 0.05, 40, delta=1e-5, n_private=400, accountant="rdp")
     out = capsys.readouterr().out

@@ -147,6 +147,7 @@ def test_imagenet_retention_destructive_transform_drops(effnet, views):
     assert r_half["topk_overlap"] >= r["topk_overlap"]
 
 
+@pytest.mark.slow
 def test_imagenet_retention_bad_inputs(effnet, views):
     from privkit.encoders import load_encoder
 

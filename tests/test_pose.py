@@ -207,6 +207,7 @@ def test_slices_match_the_whole() -> None:
     assert torch.equal(torch.cat([head.identity, tail.identity]), whole.identity)
 
 
+@pytest.mark.slow
 def test_twenty_thousand_samples_on_demand() -> None:
     n = 20_000
     params = synthpose_params(split="private", n=n, seed=0)

@@ -81,7 +81,7 @@ def poisson_step(q_used: float, sigma: float):
     return mechanism
 
 
-@pytest.mark.parametrize("accountant", ["prv", "pld", "rdp"])
+@pytest.mark.parametrize("accountant", [pytest.param("prv", marks=pytest.mark.slow), "pld", "rdp"])
 def test_poisson_sampled_step_audits_below_the_accountants_claim_and_oversampling_is_caught(accountant):
     """The subsampled Gaussian as DP-SGD runs it (privkit's sampler, one step, add/remove of one record) stays
     below each accountant's epsilon; a sampler that picks the record more often than the accounted q (here always,

@@ -160,7 +160,9 @@ def _tiny_pose(n: int, seed: int = 0):
                    name="tiny")
 
 
-@pytest.mark.parametrize("method,accountant", [("dpsgd", "rdp"), ("dpsgd", "prv"), ("dpsgd", "pld"),
+@pytest.mark.parametrize("method,accountant", [pytest.param("dpsgd", "rdp", marks=pytest.mark.slow),
+                                               pytest.param("dpsgd", "prv", marks=pytest.mark.slow),
+                                               pytest.param("dpsgd", "pld", marks=pytest.mark.slow),
                                                ("feature", "pld")])
 def test_dpsgd_event_reproduces_the_accountants_epsilon(method, accountant):
     """The guarantee's event, handed to dp_accounting under the relation's NeighboringRelation, gives the

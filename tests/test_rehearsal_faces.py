@@ -25,6 +25,8 @@ write_ijbc = _faces.write_ijbc
 write_lfw = _faces.write_lfw
 
 
+pytestmark = pytest.mark.slow  # writes a rehearsal face root (about 3 s) and reads it back many times
+
 N_ID, K = 20, 4  # the smallest root the LFW layout allows (2 identities per fold), 4 images per identity
 
 

@@ -501,6 +501,7 @@ def test_epsilon_range_spans_hidden_to_kept(fitted):
     assert cos[1.0] > 0.95 and 0.45 < cos[0.1] < 0.9 and cos[0.01] < 0.3
 
 
+@pytest.mark.slow
 def test_ablations():
     fs = _faceset()
     none = SynthesisNet(**TINY, noise="none").fit(fs, epochs_ae=1, epochs_gan=1, batch_size=12, seed=0,

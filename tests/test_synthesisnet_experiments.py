@@ -304,6 +304,7 @@ def test_default_and_smoke_scales_publish_real_portraits():
         assert cfg.render_size >= 64  # portraits-views renders at 64 .. 224 px
 
 
+@pytest.mark.slow
 def test_portraits_views_data_path():
     """The notebook's data path: portraits-views -> aligned crops -> identity-disjoint split."""
     from privkit.data import load_faces
