@@ -41,14 +41,14 @@ venv: $(STAMP)
 figures: $(STAMP)
 	$(PY) -m privkit reproduce --scale $(SCALE) --device $(DEVICE) --out figures
 
-## Unit tests; the release and exact-property tests again under other CPU kernels (generic ATen kernels, MKL limited
+## Unit tests (in $(TEST_WORKERS) pytest-xdist worker processes, one torch thread each); the release and exact-property tests again under other CPU kernels (generic ATen kernels, MKL limited
 ## to SSE4.2, two threads), so a test that holds only by one machine's rounding fails anywhere; then the course check
 ## (every assignment built; solutions full marks, blanks none, each wrong answer loses its question); then every notebook at
 ## smoke scale through nbval, then checks of the files they wrote; then the paper path: a miniature data root in the
 ## real on-disk formats (python -m privkit rehearsal-root) and every notebook at the rehearsal scale on it; then every
 ## notebook opened in JupyterLab by a headless Chromium, run to its interactive section (screenshots in build/browser).
 test: $(STAMP)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) tests
 	ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 PRIVKIT_TEST_THREADS=2 \
 	  $(PY) -m pytest -q -p no:cacheprovider -m kernels tests
 	rm -rf build/assignments-check
