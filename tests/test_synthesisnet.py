@@ -591,6 +591,120 @@ def test_pipeline_bad_inputs(fitted):
         SynthesisNet(**TINY).fit(_faceset(), epochs_ae=-1, device="cpu")
 
 
+# ============================================================================ the linear path
+def _two_factor_images(n_ids=6, per_id=4, d=48, seed=0):
+    """Images = identity pattern + view pattern: the identity part is constant within an identity, the view part
+    is one of ``per_id`` patterns shared by every identity."""
+    g = torch.Generator().manual_seed(seed)
+    ident = torch.randn(n_ids, d, generator=g, dtype=F64)
+    view = torch.randn(per_id, d, generator=g, dtype=F64)
+    labels = torch.arange(n_ids).repeat_interleave(per_id)
+    x = ident[labels] + view[torch.arange(per_id).repeat(n_ids)]
+    return x, labels, ident, view
+
+
+def test_identity_attribute_directions_split_between_and_within_identity():
+    from privkit.synthesisnet.models import identity_attribute_directions
+
+    x, labels, ident, view = _two_factor_images()
+    mean, id_dirs, att_dirs = identity_attribute_directions(x, labels, id_dim=3, att_dim=3)
+    assert id_dirs.shape == (3, 48) and att_dirs.shape == (3, 48) and mean.dtype == F64
+    both = torch.cat([id_dirs, att_dirs])
+    assert torch.allclose(both @ both.T, torch.eye(6, dtype=F64), atol=1e-10)
+    assert torch.allclose(mean, x.mean(0), atol=1e-12)
+    # the within-identity scatter spans the centred view patterns (rank per_id - 1 = 3): att_dirs span exactly it
+    v = view - view.mean(0)
+    assert torch.allclose((v @ att_dirs.T) @ att_dirs, v, atol=1e-9)
+    # the identity directions lie in the span of the identity means (off the attribute subspace)
+    m = ident - ident.mean(0)
+    m_off = m - (m @ att_dirs.T) @ att_dirs
+    proj = id_dirs - (id_dirs @ torch.linalg.pinv(m_off)) @ m_off
+    assert float(proj.abs().max()) < 1e-8
+    # signs are fixed: the largest-magnitude entry of every direction is positive
+    for row in both:
+        assert float(row[row.abs().argmax()]) > 0
+
+
+def test_identity_attribute_directions_complete_a_short_span():
+    from privkit.synthesisnet.models import identity_attribute_directions
+
+    x, labels, _, _ = _two_factor_images(n_ids=2, per_id=2, d=12)  # between rank 1, within rank 1
+    _, id_dirs, att_dirs = identity_attribute_directions(x, labels, id_dim=5, att_dim=2)
+    both = torch.cat([id_dirs, att_dirs])
+    assert torch.allclose(both @ both.T, torch.eye(7, dtype=F64), atol=1e-10)
+
+
+def test_identity_attribute_directions_bad_inputs():
+    from privkit.synthesisnet.models import identity_attribute_directions
+
+    x, labels, _, _ = _two_factor_images(d=8)
+    with pytest.raises(InvalidArgumentError, match=r"id_dim \+ att_dim must be <= 8"):
+        identity_attribute_directions(x, labels, id_dim=6, att_dim=3)
+    with pytest.raises(InvalidArgumentError, match="id_dim"):
+        identity_attribute_directions(x, labels, id_dim=0, att_dim=3)
+    with pytest.raises(ShapeError, match="labels"):
+        identity_attribute_directions(x, labels[:-1], id_dim=2, att_dim=2)
+    with pytest.raises(InsufficientDataError, match="at least 2"):
+        identity_attribute_directions(x[:1], labels[:1], id_dim=2, att_dim=2)
+    with pytest.raises(InvalidArgumentError, match="finite"):
+        identity_attribute_directions(x * float("nan"), labels, id_dim=2, att_dim=2)
+
+
+def test_linear_path_starts_from_the_closed_form_code_and_stays_frozen():
+    from privkit.synthesisnet.models import identity_attribute_directions
+
+    fs = _faceset(n_ids=5, per_id=4)
+    net = SynthesisNet(**TINY, linear_path=True).fit(fs, epochs_ae=0, epochs_gan=0, seed=0, device="cpu")
+    m = net.modules
+    dec = m["decoder"]
+    assert float(dec.last_layer.weight.detach().abs().max()) == 0.0  # the convolutional output starts at zero
+    x = fs.images.flatten(1).double() * 2 - 1
+    _, id_dirs, att_dirs = identity_attribute_directions(x, torch.unique(fs.identity, return_inverse=True)[1],
+                                                         id_dim=4, att_dim=6)
+    w = m["id_encoder"].linear_path.weight.double()
+    assert torch.allclose(w / w.norm(dim=1, keepdim=True), id_dirs, atol=1e-5)
+    # whitened: every coordinate of the linear code has the same spread over the training faces
+    sd = (x @ w.T).std(0)
+    assert float(sd.max() / sd.min()) < 1 + 1e-4
+    # the decoder is tanh(linear(z_id)) at the start, and the least-squares fit beats the mean face
+    z_id, z_att = net.encode(fs.images)
+    rec = net.synthesize(z_id, z_att, network="decoder")
+    assert float((rec - fs.images).abs().mean()) < float((fs.images.mean(0) - fs.images).abs().mean())
+    # the linear maps are excluded from training in both phases and come back unchanged from save/load
+    trained = SynthesisNet(**TINY, linear_path=True).fit(fs, epochs_ae=2, epochs_gan=1, batch_size=5, seed=0,
+                                                         device="cpu")
+    for name in ("id_encoder", "decoder", "generator"):
+        assert not trained.modules[name].linear_path.weight.requires_grad
+    # the attribute latent stays convolutional (and trainable): it reaches the image through the convolutions only
+    assert m["att_encoder"].linear_path is None and dec.linear_path.weight.shape == (3 * SIZE * SIZE, 4)
+    assert all(p.requires_grad for p in trained.modules["att_encoder"].parameters())
+    assert torch.equal(trained.modules["id_encoder"].linear_path.weight, m["id_encoder"].linear_path.weight)
+    assert torch.equal(trained.modules["generator"].linear_path.weight, trained.modules["decoder"].linear_path.weight)
+    assert not torch.equal(trained.modules["decoder"].last_layer.weight, dec.last_layer.weight)
+    # without the linear path the networks have no linear maps (and the default is off)
+    assert SynthesisNetConfig().linear_path is False and m["id_encoder"].linear_path is not None
+    plain = SynthesisNet(**TINY).fit(fs, epochs_ae=1, epochs_gan=0, batch_size=5, device="cpu").modules
+    assert all(plain[k].linear_path is None for k in ("id_encoder", "att_encoder", "decoder", "generator"))
+    assert all(p.requires_grad for mod in plain.values() for p in mod.parameters())
+
+
+def test_linear_path_save_load_and_bad_config(tmp_path):
+    fs = _faceset(n_ids=4, per_id=3)
+    net = SynthesisNet(**TINY, linear_path=True, linear_init_images=8).fit(fs, epochs_ae=1, epochs_gan=1,
+                                                                          batch_size=6, seed=1, device="cpu")
+    loaded = SynthesisNet.load(net.save(tmp_path / "m"))
+    assert loaded.config.linear_path and loaded.config.linear_init_images == 8
+    a, _ = net.publish(fs.images, epsilon=0.5, generator=make_generator(3))
+    b, _ = loaded.publish(fs.images, epsilon=0.5, generator=make_generator(3))
+    assert torch.equal(a, b)
+    with pytest.raises(InvalidArgumentError, match="linear_path"):
+        SynthesisNetConfig(linear_path=1)
+    with pytest.raises(InvalidArgumentError, match="linear_init_images"):
+        SynthesisNetConfig(linear_init_images=1)
+    with pytest.raises(InvalidArgumentError, match="linear must be a bool"):
+        Decoder(image_size=16, width=4, id_dim=2, att_dim=2, id_radius=1.0, att_radius=1.0, linear="yes")
+
+
 # ============================================================================ baselines
 def test_baselines_act_inside_the_box_only():
     x = torch.rand(2, 3, 32, 32, generator=torch.Generator().manual_seed(0))

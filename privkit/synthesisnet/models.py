@@ -48,8 +48,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .._validate import check_choice, check_int, check_positive
-from ..errors import InvalidArgumentError
+from .._validate import check_choice, check_int, check_positive, check_tensor
+from ..errors import InsufficientDataError, InvalidArgumentError
 
 __all__ = [
     "ENCODER_MAX_MULT",
@@ -68,6 +68,7 @@ __all__ = [
     "MultiHeadClassifier",
     "IdentityAdversary",
     "grad_reverse",
+    "identity_attribute_directions",
     "init_weights",
     "project_to_sphere",
     "Enc_id",
@@ -104,6 +105,115 @@ def project_to_sphere(z: torch.Tensor, radius: float) -> torch.Tensor:
         out[zero] = 0.0
         out[zero, 0] = radius
     return out
+
+
+def _orthonormal_rows(blocks: Sequence[Any], n: int, *, against: torch.Tensor | None = None,
+                      tol: float = 1e-8) -> torch.Tensor:
+    """The first ``n`` rows of a Gram-Schmidt pass over the rows of ``blocks`` (in order, then the pixel axes),
+    after removing the span of ``against``, skipping rows that are (numerically) in the span of those before."""
+    d = blocks[0].shape[1]
+    out: list[torch.Tensor] = []
+    fixed = against if against is not None else blocks[0].new_zeros(0, d)
+    blocks = list(blocks)
+
+    def rows():
+        for b in blocks:
+            yield from b
+        for i in range(d):  # reached only when the data span fewer than n directions
+            e = blocks[0].new_zeros(d)
+            e[i] = 1.0
+            yield e
+
+    for row in rows():
+        v = row.clone()
+        for _ in range(2):  # twice is enough (Kahan-Parlett)
+            q = torch.cat([fixed, torch.stack(out)]) if out else fixed
+            v = v - (q @ v) @ q
+        norm = float(torch.linalg.vector_norm(v))
+        if norm > tol * max(1.0, float(torch.linalg.vector_norm(row))):
+            out.append(v / norm)
+            if len(out) == n:
+                return torch.stack(out)
+    raise InsufficientDataError(f"only {len(out)} independent directions for {n} latent coordinates")
+
+
+@torch.no_grad()
+def identity_attribute_directions(x: torch.Tensor, labels: torch.Tensor, *, id_dim: int,
+                                  att_dim: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Closed-form linear split of flattened images into an identity and an attribute subspace (float64).
+
+    ``att_dirs`` are the ``att_dim`` leading principal directions of the *within-identity* scatter (each image
+    minus its identity's mean: what changes between views of one person); ``id_dirs`` the ``id_dim`` leading
+    principal directions of the *between-identity* scatter (identity means minus the overall mean), taken
+    orthogonal to ``att_dirs``. When the between-identity scatter has fewer than ``id_dim`` directions (fewer
+    identities), the rest come from the next within-identity, then the overall principal directions, then the
+    pixel axes, all orthogonal to those already taken.
+
+    Args:
+        x: ``(N, D)`` flattened images.
+        labels: ``(N,)`` identity labels ``0 .. K-1``.
+        id_dim, att_dim: sizes of the two subspaces, ``id_dim + att_dim <= D``.
+
+    Returns:
+        ``(mean (D,), id_dirs (id_dim, D), att_dirs (att_dim, D))`` with orthonormal rows, the two sets mutually
+        orthogonal.
+    """
+    check_tensor("x", x, ndim=2, floating=True, finite=True)
+    check_tensor("labels", labels, shape=(x.shape[0],))
+    n, d = x.shape
+    id_dim = check_int("id_dim", id_dim, minimum=1)
+    att_dim = check_int("att_dim", att_dim, minimum=1)
+    if n < 2:
+        raise InsufficientDataError(f"x: need at least 2 images, got {n}")
+    if id_dim + att_dim > d:
+        raise InvalidArgumentError(f"id_dim + att_dim must be <= {d} (the pixels), got {id_dim + att_dim}")
+    x = x.detach().to("cpu", torch.float64)
+    lab = labels.detach().to("cpu").long()
+    _, lab = torch.unique(lab, return_inverse=True)
+    k = int(lab.max()) + 1
+    counts = torch.bincount(lab, minlength=k).to(torch.float64)
+    mean = x.mean(0)
+    means = torch.zeros(k, d, dtype=torch.float64).index_add_(0, lab, x) / counts[:, None]
+    within = x - means[lab]
+    between = means - mean
+    v_within = _principal_directions(within)
+    total = _Lazy(lambda: _principal_directions(x - mean))  # only when the scatters span too few directions
+    att_dirs = _orthonormal_rows([v_within, total], att_dim)
+    between = between - (between @ att_dirs.T) @ att_dirs
+    id_dirs = _orthonormal_rows([_principal_directions(between), v_within[att_dim:], total], id_dim,
+                                against=att_dirs)
+    return mean, id_dirs, att_dirs
+
+
+class _Lazy:
+    """Rows computed on first iteration (a block of :func:`_orthonormal_rows` that is rarely reached)."""
+
+    def __init__(self, make: Any):
+        self._make, self._rows = make, None
+
+    def __iter__(self):
+        if self._rows is None:
+            self._rows = self._make()
+        return iter(self._rows)
+
+
+def _principal_directions(m: torch.Tensor) -> torch.Tensor:
+    """Right singular vectors of ``m`` with a non-negligible singular value, largest first, each with the sign
+    that makes its largest-magnitude entry positive (an SVD's signs are the LAPACK build's choice)."""
+    if m.shape[0] < m.shape[1]:  # fewer rows than pixels: the eigenvectors of the rows' Gram matrix, cheaper
+        evals, u = torch.linalg.eigh(m @ m.T)
+        evals, u = evals.flip(0), u.flip(1)
+        s = evals.clamp_min(0).sqrt()
+        keep = s > 1e-6 * float(s.max()) if s.numel() and float(s.max()) > 0 else s > 0
+        vh = (u[:, keep] / s[keep]).T @ m
+        vh = vh / torch.linalg.vector_norm(vh, dim=1, keepdim=True)
+    else:
+        _, s, vh = torch.linalg.svd(m, full_matrices=False)
+        if not s.numel() or float(s.max()) <= 0:
+            return vh[:0]
+        vh = vh[s > 1e-9 * float(s.max())]
+    sign = torch.sign(vh.gather(1, vh.abs().argmax(1, keepdim=True)))
+    return vh * sign
 
 
 class SpectralNormConv2d(nn.Conv2d):
@@ -182,7 +292,7 @@ class _ConvTrunk(nn.Module):
 
 
 class _SphereEncoder(nn.Module):
-    def __init__(self, *, image_size: int, width: int, dim: int, radius: float):
+    def __init__(self, *, image_size: int, width: int, dim: int, radius: float, linear: bool = False):
         super().__init__()
         self.image_size = check_image_size(image_size)
         self.width = check_int("width", width, minimum=1)
@@ -190,11 +300,16 @@ class _SphereEncoder(nn.Module):
         self.radius = check_positive("radius", radius)
         self.trunk = _ConvTrunk(self.image_size, self.width, ENCODER_MAX_MULT)
         self.head = nn.Linear(self.trunk.out_channels * 16, self.dim)
+        if not isinstance(linear, bool):
+            raise InvalidArgumentError(f"linear must be a bool, got {linear!r}")
+        self.linear_path = nn.Linear(3 * self.image_size**2, self.dim) if linear else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Images in ``[-1, 1]``, shape ``(N, 3, S, S)`` -> latents ``(N, dim)`` of norm ``radius``."""
-        h = self.trunk(x).flatten(1)
-        return project_to_sphere(self.head(h), self.radius)
+        h = self.head(self.trunk(x).flatten(1))
+        if self.linear_path is not None:
+            h = h + self.linear_path(x.flatten(1))
+        return project_to_sphere(h, self.radius)
 
 
 class IdentityEncoder(_SphereEncoder):
@@ -205,6 +320,8 @@ class IdentityEncoder(_SphereEncoder):
         width: channels of the first layer.
         dim: identity latent size ``d_id``.
         radius: norm of every ``z_id``.
+        linear: add a linear map of the pixels to the trunk's output before the projection onto the sphere (the
+            linear path, see :class:`Decoder`).
     """
 
 
@@ -216,6 +333,7 @@ class AttributeEncoder(_SphereEncoder):
         width: channels of the first layer.
         dim: attribute latent size ``d_att``.
         radius: norm of every ``z_att``.
+        linear: add a linear map of the pixels (privkit's pipeline gives only ``Enc_id`` one, see :class:`Decoder`).
     """
 
 
@@ -241,10 +359,15 @@ class Decoder(nn.Module):
         upsample: ``"resize"`` (default: nearest-neighbour x2 then ``Conv 3x3``, Odena et al. 2016, which avoids
             the checkerboard artefacts of strided transposed convolutions) or ``"transpose"`` (DCGAN's original
             ``ConvTranspose 4x4 / stride 2``). Same channel plan either way.
+        linear: add a linear map of the (rescaled) identity latent to the last layer's output before the
+            ``tanh``: the identity's linear path [I], which the SynthesisNet pipeline fits in closed form
+            (between-identity principal directions, :meth:`~privkit.synthesisnet.SynthesisNet.fit`) so that a
+            network trained for minutes starts from the best linear identity code instead of from noise. The
+            attribute latent reaches the image through the convolutions only.
     """
 
     def __init__(self, *, image_size: int, width: int, id_dim: int, att_dim: int, id_radius: float,
-                 att_radius: float, upsample: UpsampleMode = "resize"):
+                 att_radius: float, upsample: UpsampleMode = "resize", linear: bool = False):
         super().__init__()
         self.image_size = check_image_size(image_size)
         self.width = check_int("width", width, minimum=1)
@@ -263,14 +386,26 @@ class Decoder(nn.Module):
             last = j == n - 1
             c_out = 3 if last else chans[j + 1]
             layers += _upsample_block(c_in, c_out, self.upsample, bias=last)
-            layers += [nn.Tanh()] if last else [nn.InstanceNorm2d(c_out, affine=True), nn.ReLU(inplace=True)]
-        self.net = nn.Sequential(*layers)
+            if not last:
+                layers += [nn.InstanceNorm2d(c_out, affine=True), nn.ReLU(inplace=True)]
+        self.net = nn.Sequential(*layers)  # the tanh is applied in forward, after the linear path
+        if not isinstance(linear, bool):
+            raise InvalidArgumentError(f"linear must be a bool, got {linear!r}")
+        self.linear_path = nn.Linear(self.id_dim, 3 * self.image_size**2) if linear else None
+
+    @property
+    def last_layer(self) -> nn.Module:
+        """The convolution that outputs the 3 image channels (before the ``tanh``)."""
+        return self.net[-1]
 
     def forward(self, z_id: torch.Tensor, z_att: torch.Tensor) -> torch.Tensor:
         """``(N, id_dim)``, ``(N, att_dim)`` -> ``(N, 3, S, S)`` in ``[-1, 1]``."""
         z = torch.cat([z_id / self.id_scale, z_att / self.att_scale], dim=1)
         h = F.relu(self.fc(z)).view(z.shape[0], self.top_channels, 4, 4)
-        return self.net(h)
+        out = self.net(h)
+        if self.linear_path is not None:
+            out = out + self.linear_path(z[:, : self.id_dim]).view_as(out)
+        return torch.tanh(out)
 
 
 class Generator(Decoder):

@@ -90,6 +90,7 @@ from .models import (
     MultiHeadClassifier,
     check_image_size,
     grad_reverse,
+    identity_attribute_directions,
     init_weights,
     project_to_sphere,
 )
@@ -105,6 +106,8 @@ NoiseMode = Literal["identity", "none", "whole"]
 NOISE_MODES: tuple[str, ...] = ("identity", "none", "whole")
 FORMAT = "privkit.synthesisnet/1"
 _WEIGHTS = "model.safetensors"
+#: Pixels are clamped to this magnitude before ``atanh`` in the linear path's least-squares start.
+_ATANH_CLAMP = 0.95
 _META = "config.json"
 
 
@@ -167,6 +170,19 @@ class SynthesisNetConfig:
             :mod:`~privkit.synthesisnet.losses`) or ``"none"``.
         lambda_perceptual: weight of the perceptual term (relative to the L1 term, inside ``lambda_ae_rec`` and
             ``lambda_rec``).
+        linear_path: give ``Enc_id`` a linear map of the pixels and the decoder / generator a linear map of
+            ``z_id`` to the pixels (before the ``tanh``), both fitted in closed form at the start of :meth:`fit` and
+            then kept fixed [I]: ``Enc_id``'s map projects onto the leading between-identity principal directions of
+            the training faces, orthogonal to the ``att_dim`` leading within-identity ones (what changes between
+            images of one person), whitened (each coordinate divided by its spread over the training faces, so that
+            isotropic noise is spread like the faces' codes); the decoder's is the ridge least-squares decoding of
+            the resulting ``z_id``, and the decoder's convolutional output starts at zero
+            (:func:`~privkit.synthesisnet.models.identity_attribute_directions`). The network then starts from the
+            best linear identity code and its convolutions learn the rest (the attributes included: ``Enc_att`` and
+            the way ``z_att`` reaches the image stay convolutional, so ``z_att`` keeps the adversary's training).
+            Every path still runs through the two latents, so the guarantee is unchanged. Fitted on at most
+            ``linear_init_images`` training images.
+        linear_init_images: most training images the closed-form fit of the linear path uses (evenly spaced rows).
     """
 
     image_size: int = 64
@@ -199,6 +215,8 @@ class SynthesisNetConfig:
     upsample: str = "resize"
     perceptual: str = "onet"
     lambda_perceptual: float = 1.0
+    linear_path: bool = False
+    linear_init_images: int = 4096
 
     def __post_init__(self) -> None:
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
@@ -216,7 +234,8 @@ class SynthesisNetConfig:
         check_choice("discriminator_norm", self.discriminator_norm, DISCRIMINATOR_NORMS)
         check_choice("upsample", self.upsample, UPSAMPLE_MODES)
         check_choice("perceptual", self.perceptual, PERCEPTUAL_NETWORKS)
-        for name in ("auxiliary_classifier", "project_noisy", "init_generator_from_decoder"):
+        set_("linear_init_images", check_int("linear_init_images", self.linear_init_images, minimum=2))
+        for name in ("auxiliary_classifier", "project_noisy", "init_generator_from_decoder", "linear_path"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidArgumentError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if self.attributes is not None:
@@ -377,13 +396,14 @@ class SynthesisNet:
         c = self.config
         common = dict(image_size=c.image_size, width=c.width)
         dec_kw = dict(common, id_dim=c.id_dim, att_dim=c.att_dim, id_radius=c.effective_clip_norm,
-                      att_radius=c.effective_att_radius, upsample=c.upsample)
+                      att_radius=c.effective_att_radius, upsample=c.upsample, linear=c.linear_path)
         att_scale = c.effective_att_radius / math.sqrt(c.att_dim)
         # Module constructors run PyTorch's default initialisation on the global RNG; fork it so that building a
         # model leaves the caller's global RNG state untouched (weights are then re-drawn from ``generator``).
         with torch.random.fork_rng(devices=[]):
             mods: dict[str, nn.Module] = {
-                "id_encoder": IdentityEncoder(**common, dim=c.id_dim, radius=c.effective_clip_norm),
+                "id_encoder": IdentityEncoder(**common, dim=c.id_dim, radius=c.effective_clip_norm,
+                                              linear=c.linear_path),
                 "att_encoder": AttributeEncoder(**common, dim=c.att_dim, radius=c.effective_att_radius),
                 "decoder": Decoder(**dec_kw),
                 "generator": Generator(**dec_kw),
@@ -396,6 +416,9 @@ class SynthesisNet:
         if generator is not None:
             for m in mods.values():
                 init_weights(m, generator)
+        for name in ("id_encoder", "decoder", "generator"):  # the linear path keeps its closed-form fit
+            if mods[name].linear_path is not None:
+                mods[name].linear_path.requires_grad_(False)
         self._modules = {k: m.to(device) for k, m in mods.items()}
         self._device = device
         self.n_identities = int(n_identities)
@@ -498,6 +521,8 @@ class SynthesisNet:
         self._perceptual = (make_perceptual_loss(self.config.perceptual, device=dev)  # type: ignore[arg-type]
                             if self.config.lambda_perceptual > 0 and (epochs_ae or epochs_gan) else None)
         if autoencoder_from is None:
+            if self.config.linear_path:
+                self._init_linear_path(images, id_labels)
             self._train_autoencoder(images, id_labels, attr, epochs_ae, batch_size, g, progress)
         else:
             for name in _AUTOENCODER_MODULES:
@@ -526,6 +551,41 @@ class SynthesisNet:
             raise InvalidArgumentError("autoencoder_from was fitted on other identities or attributes "
                                        f"({other.n_identities} identities, attributes {other.attribute_names}); "
                                        f"this faceset has {n_identities} identities, attributes {names}")
+
+    @torch.no_grad()
+    def _init_linear_path(self, images: torch.Tensor, id_labels: torch.Tensor) -> None:
+        """Closed-form start of the identity's linear path (``config.linear_path``): ``Enc_id``'s linear map
+        projects onto the between-identity principal directions of (at most ``linear_init_images``) training
+        images, each coordinate divided by its standard deviation over them (whitened), scaled so that its codes
+        have the latent radius on average; the decoder's linear map is the ridge least-squares decoding of the
+        resulting ``z_id`` into ``atanh`` of the pixels, and its last convolution is zeroed, so that the decoder
+        starts as ``tanh(linear(z_id))``."""
+        c, m = self.config, self._modules
+        n = images.shape[0]
+        rows = torch.linspace(0, n - 1, min(n, c.linear_init_images)).round().long().unique()
+        x = images[rows.to(images.device)].detach().to("cpu", torch.float64).flatten(1) * 2.0 - 1.0
+        mean, id_dirs, _ = identity_attribute_directions(x, id_labels[rows], id_dim=c.id_dim, att_dim=c.att_dim)
+        # whitened: every direction's coordinate has the same spread over the training faces, so that the isotropic
+        # metric-DP noise (and a random point of the sphere, its small-ε limit) is spread like the faces' codes
+        sd = ((x - mean) @ id_dirs.T).std(0)
+        id_dirs = id_dirs / sd.clamp_min(1e-3 * float(sd.max()) + 1e-300)[:, None]
+        codes = (x - mean) @ id_dirs.T
+        scale = c.effective_clip_norm / float(torch.linalg.vector_norm(codes, dim=1).mean().clamp_min(1e-12))
+        lin = m["id_encoder"].linear_path
+        lin.weight.copy_((id_dirs * scale).to(lin.weight))
+        lin.bias.copy_((-(id_dirs @ mean) * scale).to(lin.bias))
+        dec = m["decoder"]
+        dec.last_layer.weight.zero_()
+        if dec.last_layer.bias is not None:
+            dec.last_layer.bias.zero_()
+        z_id, _ = self.encode(x.to(self._device, torch.float32).view(-1, 3, c.image_size, c.image_size) * 0.5 + 0.5)
+        z64 = z_id.to("cpu", torch.float64) / dec.id_scale
+        u = torch.cat([z64, torch.ones(z64.shape[0], 1, dtype=torch.float64)], 1)
+        gram = u.T @ u
+        ridge = 1e-3 * float(torch.diagonal(gram).mean()) * torch.eye(gram.shape[0], dtype=torch.float64)
+        beta = torch.linalg.solve(gram + ridge, u.T @ torch.atanh(x.clamp(-_ATANH_CLAMP, _ATANH_CLAMP)))
+        dec.linear_path.weight.copy_(beta[:-1].T.to(dec.linear_path.weight))
+        dec.linear_path.bias.copy_(beta[-1].to(dec.linear_path.bias))
 
     def _reconstruction_loss(self, output: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(L1 + lambda_perceptual * perceptual, L1)`` between images in ``[-1, 1]``."""
