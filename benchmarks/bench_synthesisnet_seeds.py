@@ -2,10 +2,10 @@
 
 The default scale judges one trained SynthesisNet (seed 0) with faceres and dlib: rank-1 re-identification of the
 noise-free release among the 120 judged faces of the 60 published identities (chance 1/60). privkit's target is
-faceres rank-1 >= 5x chance, i.e. >= 10 of 120 hits. This benchmark trains the default preset (same data, schedule
-and protocol as the notebook, ``privkit.studies.synthesisnet.tables.judge_releases``) for every ``--seeds`` seed
-(the seed draws the identity split, the views and the weights) and every ``--widths`` network width, one after the
-other in one process, and reports for each
+faceres rank-1 >= 5x chance, i.e. >= 10 of 120 hits. This benchmark trains the convolution-only preset (same data,
+schedule and protocol as the notebook, ``privkit.studies.synthesisnet.tables.judge_releases``) for every ``--seeds``
+seed (the seed draws the identity split, the views and the weights) and every ``--widths`` network width, one after
+the other in one process, and reports for each
 
 * the training time of both phases (wall and process CPU seconds) and its ratio to the anchor, the first width at
   the first seed (the default, width 16, seed 0);
@@ -13,6 +13,10 @@ other in one process, and reports for each
   and the hits' ratio to chance.
 
 One run on a 2-core CPU takes about five minutes per (seed, width) at width 16 and eight at width 32.
+
+It measures the configuration that was the default before the identity's linear path
+(``_synthesisnet_runs.CONV_ONLY``: 100 training identities, a 64-d identity latent, 40 + 10 epochs, every network
+convolutional); ``bench_synthesisnet_linear_path.py`` compares it with today's default.
 
 Usage::
 
@@ -25,12 +29,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from _synthesisnet_runs import run_grid, train_and_judge
+from _synthesisnet_runs import CONV_ONLY, run_grid, train_and_judge
 
 
 def one_run(width: int, seed: int, *, judges: tuple) -> tuple[dict, list[dict]]:
-    """Train the default preset at ``width`` with ``seed`` and judge its noise-free release and reconstruction."""
-    run = train_and_judge(seed, judges=judges, scale=f"bench-w{width}-s{seed}", width=width)
+    """Train the convolution-only preset at ``width`` with ``seed`` and judge its noise-free release and
+    reconstruction."""
+    run = train_and_judge(seed, judges=judges, scale=f"bench-w{width}-s{seed}", **CONV_ONLY, width=width)
     rows = [{"width": width, "seed": seed, "judge": r["judge"], "release": r["release"], "hits": r["hits"],
              "n_probes": r["n_probes"], "chance": r["chance"], "rank1": r["rank1"],
              "ratio_to_chance": r["rank1"] / r["chance"], "identity_distance": r["identity_distance"]}
