@@ -161,6 +161,18 @@ def test_closing_checks_judge_guarantees_chance_distance_and_latents():
     assert SC.format_check(checks[0]) == "[holds; enforced] no-noise ablation reports ε = inf"
 
 
+def test_identity_kept_is_enforced_for_both_judges_at_full_scale_only():
+    good = [{"method": "SynthesisNet", "epsilon": 0.01, "guarantee": _guarantee(0.2)}]
+    for full_scale in (False, True):
+        kept = [c for c in _checks(good, full_scale=full_scale) if ", no DP noise: rank-1" in c["claim"]]
+        assert [c["claim"].split(",")[0] for c in kept] == ["faceres", "dlib"]
+        assert all(c["holds"] and c["enforced"] == full_scale for c in kept)
+    target = [c for c in _checks(good, full_scale=True) if c["claim"].startswith("privkit target")][0]
+    # rank-1 1.0 < 5 x chance 0.25: the missed target is reported, and fails nothing
+    assert not target["holds"] and not target["enforced"]
+    assert target["claim"] not in SC.enforced_failures(_checks(good, full_scale=True))
+
+
 def test_closing_checks_flag_a_wrong_guarantee_and_the_attribute_floor():
     bad = [{"method": "SynthesisNet", "epsilon": 0.01, "guarantee": _guarantee(0.3)},
            {"method": "no DP noise", "epsilon": INF, "guarantee": _guarantee(INF, 1.0)}]

@@ -101,7 +101,9 @@ def _distance_checks(judging: JudgedReleases, identities: torch.Tensor, *, n_boo
 
 
 def _identity_kept_checks(judged: pd.DataFrame, *, full_scale: bool) -> list[Check]:
-    """Check 4: the noise-free release and the reconstruction keep identity for the real recognisers."""
+    """Check 4: the noise-free release and the reconstruction keep identity for the real recognisers (enforced at
+    full scale for both judges); faceres's rank-1 of the noise-free release against privkit's 5x-chance target
+    (reported)."""
     checks = []
     for judge in ("faceres", "dlib"):
         for method in ("no DP noise", "reconstruction (decoder)"):
@@ -112,7 +114,7 @@ def _identity_kept_checks(judged: pd.DataFrame, *, full_scale: bool) -> list[Che
                     f"{judge}, {method}: rank-1 {r.rank1:.3f} [{r.rank1_low:.3f}, {r.rank1_high:.3f}] above chance "
                     f"{r.rank1_chance:.3f} ({r.rank1 / r.rank1_chance:.1f}x); TAR {r.tar:.3f} "
                     f"[{r.tar_low:.3f}, {r.tar_high:.3f}] at FAR {r.far:.3g}", r.rank1_low > r.rank1_chance,
-                    full_scale and judge == "dlib"))
+                    full_scale))
     r = judged[(judged.judge == "faceres") & (judged.method == "no DP noise")].iloc[0]
     checks.append(_check(f"privkit target: faceres rank-1 of the noise-free release {r.rank1:.3f} >= 5x chance "
                          f"({5 * r.rank1_chance:.3f}): {r.rank1 / r.rank1_chance:.1f}x",

@@ -74,7 +74,8 @@ def net_config(cfg: Any) -> SynthesisNetConfig:
     """The :class:`~privkit.synthesisnet.pipeline.SynthesisNetConfig` of a scale preset (its image size, width,
     latent sizes and loss weights; every other setting at the library's default)."""
     return SynthesisNetConfig(image_size=cfg.image_size, width=cfg.width, id_dim=cfg.id_dim, att_dim=cfg.att_dim,
-                              lambda_id=cfg.lambda_id, noise_prob=cfg.noise_prob, lambda_cls=cfg.lambda_cls)
+                              lambda_id=cfg.lambda_id, noise_prob=cfg.noise_prob, lambda_cls=cfg.lambda_cls,
+                              linear_path=cfg.linear_path, clip_norm=cfg.clip_norm)
 
 
 def split_identities(faces: FaceSet, *, n_train: int, n_test: int, seed: int = 0) -> tuple[FaceSet, FaceSet]:

@@ -29,6 +29,9 @@ class SynthesisNetPreset:
         width, id_dim: SynthesisNet architecture (see :class:`~privkit.synthesisnet.SynthesisNetConfig`).
         att_dim: size of the attribute latent ``z_att``, published WITHOUT noise (the metric-DP guarantee covers
             ``z_id`` only), so it must carry as little identity as possible [I] (docs/synthesisnet.md §5b).
+        linear_path: give the identity a linear path fitted in closed form on the training faces
+            (:class:`~privkit.synthesisnet.SynthesisNetConfig`'s ``linear_path``) [I].
+        clip_norm: radius of the identity latents = clip norm of the metric-DP mechanism (``None``: ``10 * id_dim``).
         lambda_id: weight of the identity-classification loss on ``z_id`` in the autoencoder phase [I] (§5b).
         noise_prob: share of GAN training samples whose identity latent is privatised as at publishing time (ε
             log-uniform in 0.01 .. 1), see :class:`~privkit.synthesisnet.SynthesisNetConfig` [I] (§5b).
@@ -68,6 +71,8 @@ class SynthesisNetPreset:
     width: int
     id_dim: int
     att_dim: int
+    linear_path: bool
+    clip_norm: float | None
     lambda_id: float
     noise_prob: float
     lambda_cls: float
@@ -95,17 +100,17 @@ _EPS = (0.01, 0.03, 0.1, 0.3, 1.0)
 SMOKE = SynthesisNetPreset(
     face_set="portraits-views", n_train_identities=8, n_test_identities=4, images_per_identity=3, image_size=32,
     render_size=64, align_margin=0.1,
-    width=8, id_dim=8, att_dim=8, lambda_id=0.3, noise_prob=0.5, lambda_cls=1.0, epochs_ae=1, epochs_gan=1,
-    batch_size=32,
+    width=8, id_dim=8, att_dim=8, linear_path=True, clip_norm=None, lambda_id=0.3, noise_prob=0.5, lambda_cls=1.0,
+    epochs_ae=1, epochs_gan=1, batch_size=32,
     epsilons=(0.01, 0.1, 1.0), ablation_epsilon=0.1, baseline_epsilons=(0.01,), judge_images_per_identity=1,
     judge_epsilons=(0.01, 1.0), judge_centre_identities=3,
     grid_columns=4, far=1e-1, n_bootstrap=50, fid_images_per_identity=1, fid_input_size=64, fid_bootstrap=20,
     is_splits=2, probe_attributes=("lighting", "flipped"),
 )
 DEFAULT = SynthesisNetPreset(
-    face_set="portraits-views", n_train_identities=100, n_test_identities=60, images_per_identity=6,
-    image_size=64, render_size=128, align_margin=0.1, width=16, id_dim=64, att_dim=8, lambda_id=0.3, noise_prob=0.5,
-    lambda_cls=5.0, epochs_ae=40, epochs_gan=10, batch_size=64,
+    face_set="portraits-views", n_train_identities=400, n_test_identities=60, images_per_identity=6,
+    image_size=64, render_size=128, align_margin=0.1, width=16, id_dim=256, att_dim=8, linear_path=True,
+    clip_norm=1280.0, lambda_id=0.3, noise_prob=0.5, lambda_cls=10.0, epochs_ae=3, epochs_gan=8, batch_size=64,
     epsilons=_EPS, ablation_epsilon=0.1, baseline_epsilons=(0.01, 0.1, 1.0), judge_images_per_identity=2,
     judge_epsilons=_EPS, judge_centre_identities=50,
     grid_columns=8, far=1e-2, n_bootstrap=500, fid_images_per_identity=2, fid_input_size=128, fid_bootstrap=200,
@@ -116,8 +121,8 @@ DEFAULT = SynthesisNetPreset(
 PAPER = SynthesisNetPreset(
     face_set="celeba", n_train_identities=4000, n_test_identities=1000, images_per_identity=20, image_size=128,
     render_size=128, align_margin=None,
-    width=64, id_dim=256, att_dim=256, lambda_id=0.3, noise_prob=0.5, lambda_cls=1.0, epochs_ae=50, epochs_gan=50,
-    batch_size=64,
+    width=64, id_dim=256, att_dim=256, linear_path=False, clip_norm=None, lambda_id=0.3, noise_prob=0.5, lambda_cls=1.0,
+    epochs_ae=50, epochs_gan=50, batch_size=64,
     epsilons=(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0), ablation_epsilon=0.1, baseline_epsilons=(0.01, 0.1, 1.0),
     judge_images_per_identity=2, judge_epsilons=(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0), judge_centre_identities=500,
     grid_columns=8, far=1e-3, n_bootstrap=1000, fid_images_per_identity=20, fid_input_size=224,
@@ -144,5 +149,6 @@ ARTEFACTS = (
 #: The paper path (CelebA with its attributes from ``--data-root``) at smoke sizes, on the rehearsal root that
 #: ``python -m privkit rehearsal-root`` writes: every paper branch runs, the numbers mean nothing.
 REHEARSAL = replace(SMOKE, face_set="celeba", n_train_identities=12, n_test_identities=6, images_per_identity=4,
-                    render_size=32, align_margin=None, probe_attributes=("Blurry", "Male"))
+                    render_size=32, align_margin=None, linear_path=PAPER.linear_path, clip_norm=PAPER.clip_norm,
+                    probe_attributes=("Blurry", "Male"))
 PRESETS = {"smoke": SMOKE, "default": DEFAULT, "paper": PAPER, "rehearsal": REHEARSAL}
