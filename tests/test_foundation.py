@@ -161,13 +161,14 @@ def test_registered_presets_are_complete_frozen_dataclasses():
 def test_no_mechanism_imports_a_study_or_the_runner():
     """The house (docs/architecture.md): mechanisms, data, encoders and the privacy core never import a study or the
     runner (module-level or inside a function); studies never import the runner; the shared layer (metrics,
-    transforms, the privacy core) imports neither data, encoders nor a wing."""
+    transforms, linalg, the privacy core) imports neither data, encoders nor a wing."""
     import ast
     import pathlib
 
     root = pathlib.Path(privkit.__file__).parent
     runner = ("privkit.config", "privkit.reproduce", "privkit.__main__")
-    shared_modules = ("privkit.metrics", "privkit.transforms", "privkit.errors", "privkit._validate", "privkit.device")
+    shared_modules = ("privkit.metrics", "privkit.transforms", "privkit.linalg", "privkit.errors", "privkit._validate",
+                      "privkit.device")
     above_shared = ("privkit.data", "privkit.encoders", "privkit.isp", "privkit.dppose", "privkit.scoreshield",
                     "privkit.synthesisnet")
     for path in root.rglob("*.py"):

@@ -134,3 +134,47 @@ def test_every_face_crop_uses_the_shared_square_frame():
     assert torch.allclose(face_crops(img, box, size=8, margin=0.5)[0], img, atol=1e-6)
     assert square_crop_boxes(box, margin=0.5).tolist() == [[0.0, 0.0, 8.0, 8.0]]
     assert torch.allclose(square_crops(img, torch.tensor([[0.0, 0.0, 8.0, 8.0]]), 8), img)
+
+
+# -- linear algebra ---------------------------------------------------------------------------------------------
+def test_top_singular_directions_match_the_svd_on_every_route():
+    from privkit.linalg import numerical_rank, top_singular_directions
+
+    g = torch.Generator().manual_seed(0)
+    for m, d in ((5, 12), (12, 5)):
+        rows = torch.randn(m, d, generator=g, dtype=torch.float64)
+        _, s_ref, vh_ref = torch.linalg.svd(rows, full_matrices=False)
+        r = min(m, d)
+        for solver in ("gram", "svd"):
+            u, s = top_singular_directions(rows, solver=solver)
+            assert torch.allclose(s[:r], s_ref, rtol=1e-10, atol=1e-12)
+            # the same directions up to sign, orthonormal
+            assert torch.allclose((u[:, :r].T @ vh_ref.T).abs(), torch.eye(r, dtype=torch.float64), atol=1e-8)
+            assert numerical_rank(s) == r
+
+
+def test_top_singular_directions_zero_the_directions_of_vanishing_values():
+    from privkit.linalg import numerical_rank, top_singular_directions
+
+    g = torch.Generator().manual_seed(1)
+    rows = torch.randn(2, 9, generator=g, dtype=torch.float64)
+    rows = torch.cat([rows, rows.sum(0, keepdim=True)])  # rank 2 in 3 rows
+    u, s = top_singular_directions(rows)
+    assert numerical_rank(s) == 2 and bool((u[:, 2] == 0).all())
+    assert numerical_rank(torch.zeros(3, dtype=torch.float64)) == 0
+    assert numerical_rank(torch.zeros(0, dtype=torch.float64)) == 0
+
+
+def test_top_singular_directions_bad_inputs():
+    from privkit.linalg import top_singular_directions
+
+    ok = torch.ones(3, 4, dtype=torch.float64)
+    for bad, err in ((torch.ones(3), ShapeError), (torch.ones(0, 4), ShapeError),
+                     (torch.ones(3, 4, dtype=torch.long), InvalidArgumentError),
+                     (torch.full((3, 4), float("nan")), InvalidArgumentError)):
+        with pytest.raises(err, match="rows"):
+            top_singular_directions(bad)
+    with pytest.raises(UnknownNameError, match="solver"):
+        top_singular_directions(ok, solver="qr")
+    with pytest.raises(InvalidArgumentError, match="rtol"):
+        top_singular_directions(ok, rtol=0.0)

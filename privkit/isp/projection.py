@@ -37,6 +37,7 @@ from .._validate import (
     check_choice,
 )
 from ..errors import InsufficientDataError, InvalidArgumentError, NotUnitNormError, ShapeError
+from ..linalg import RANK_RTOL, numerical_rank, top_singular_directions
 
 __all__ = [
     "IdentitySanitizer",
@@ -50,10 +51,6 @@ __all__ = [
 
 #: Rank rules of :class:`IdentitySanitizer` when ``rank`` is None.
 RANK_RULES: tuple[str, ...] = ("energy", "relative", "full")
-
-#: Singular values below ``_RANK_TOL * σ_1`` count as zero (numerical rank). Class means of float32 embeddings are
-#: accurate to ~1e-7 relative, and the Gram route resolves σ down to ~sqrt(eps64) σ_1 ≈ 1.5e-8 σ_1.
-_RANK_TOL = 1e-6
 
 _FORMAT_VERSION = 1
 
@@ -198,34 +195,6 @@ def _check_rank(rank: int | None, name: str = "rank") -> int | None:
     if rank is None:
         return None
     return check_int(name, rank, minimum=1)
-
-
-def _top_left_singular(mat_rows: torch.Tensor, *, solver: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """Left singular vectors and singular values of ``A = mat_rowsᵀ`` (d × m), descending, float64.
-
-    ``mat_rows`` is (m, d). ``solver="gram"`` solves the smaller of the m×m and d×d symmetric eigenproblems;
-    ``solver="svd"`` takes the thin SVD (LAPACK gesdd). Neither is randomised.
-    """
-    m, d = mat_rows.shape
-    if solver == "svd":
-        _, s, vh = torch.linalg.svd(mat_rows, full_matrices=False)  # mat_rows = U' S Vh  ->  A = Vhᵀ S U'ᵀ
-        return vh.T, s
-    if m <= d:
-        evals, v = torch.linalg.eigh(mat_rows @ mat_rows.T)  # (m, m)
-        evals, v = evals.flip(0), v.flip(1)
-        s = evals.clamp(min=0).sqrt()
-        keep = s > _RANK_TOL * s[0].clamp(min=torch.finfo(s.dtype).tiny)
-        u = torch.zeros(d, m, dtype=mat_rows.dtype, device=mat_rows.device)
-        u[:, keep] = (mat_rows.T @ v[:, keep]) / s[keep]
-        return u, s
-    evals, u = torch.linalg.eigh(mat_rows.T @ mat_rows)  # (d, d)
-    return u.flip(1), evals.flip(0).clamp(min=0).sqrt()
-
-
-def _numerical_rank(s: torch.Tensor) -> int:
-    if s.numel() == 0 or float(s[0]) <= 0:
-        return 0
-    return int((s > _RANK_TOL * s[0]).sum())
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -484,7 +453,7 @@ class IdentitySanitizer(_StreamingFitter):
     def _decompose(self) -> tuple[torch.Tensor, torch.Tensor]:
         if self._spectrum is None:
             self._stats.require(2)
-            self._spectrum = _top_left_singular(self.centred_means(), solver=self.solver)
+            self._spectrum = top_singular_directions(self.centred_means(), solver=self.solver)
         return self._spectrum
 
     @property
@@ -496,7 +465,7 @@ class IdentitySanitizer(_StreamingFitter):
         """The rank the projector will use (explicit ``rank`` or the rank rule), after validation."""
         _, s = self._decompose()
         m, d = self.n_identities, self._stats.dim
-        num_rank = _numerical_rank(s)
+        num_rank = numerical_rank(s)
         if num_rank == 0:
             raise InsufficientDataError(
                 "embeddings: all class means are identical (M = 0); there is no identity subspace to remove"
@@ -522,7 +491,7 @@ class IdentitySanitizer(_StreamingFitter):
     def _rule_rank(self, s: torch.Tensor) -> int:
         """The rank the rule asks for, before the cap at the numerical rank of M."""
         if self.rank_rule == "full":
-            return _numerical_rank(s)
+            return numerical_rank(s)
         if self.rank_rule == "relative":
             return max(1, int((s >= self.relative_sv * s[0]).sum()))
         energy = (s**2).cumsum(0) / (s**2).sum()
@@ -539,7 +508,7 @@ class IdentitySanitizer(_StreamingFitter):
                 **self._stats.state(),
                 "rank_rule": "explicit" if self.rank is not None else self.rank_rule,
                 "rank_removed": r,
-                "numerical_rank": _numerical_rank(s),
+                "numerical_rank": numerical_rank(s),
                 "rule_rank_before_cap": self.rank if self.rank is not None else self._rule_rank(s),
                 "energy": self.energy,
                 "relative_sv": self.relative_sv,
@@ -691,8 +660,8 @@ class LeaceFitter(_StreamingFitter):
             xz = (st.sums - st.counts[:, None] * mu) / n  # (m, d): rows are columns of Σ_XZ
             w, w_pinv = _whitening(cov, tol=self.eig_tol)
             a_rows = xz @ w  # (m, d) rows of (W Σ_XZ)ᵀ  (W symmetric)
-            q, s = _top_left_singular(a_rows, solver="gram")
-            num_rank = _numerical_rank(s)
+            q, s = top_singular_directions(a_rows, solver="gram")
+            num_rank = numerical_rank(s)
             if num_rank == 0:
                 raise InsufficientDataError("embeddings: class means are identical; nothing to erase")
             if self.rank is not None:
@@ -790,7 +759,7 @@ class INLPFitter(_StreamingFitter):
                     span = w
                 else:
                     e_val, e_vec = torch.linalg.eigh(w @ w.T)
-                    keep = e_val > _RANK_TOL**2 * e_val[-1].clamp(min=0)
+                    keep = e_val > RANK_RTOL**2 * e_val[-1].clamp(min=0)
                     span = e_vec[:, keep] * e_val[keep].sqrt()
                 h = span.T @ cp @ span
                 h_val, h_vec = torch.linalg.eigh(0.5 * (h + h.T))

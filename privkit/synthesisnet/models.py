@@ -50,6 +50,7 @@ from torch.nn import functional as F
 
 from .._validate import check_choice, check_int, check_positive, check_tensor
 from ..errors import InsufficientDataError, InvalidArgumentError
+from ..linalg import numerical_rank, top_singular_directions
 
 __all__ = [
     "ENCODER_MAX_MULT",
@@ -198,20 +199,11 @@ class _Lazy:
 
 
 def _principal_directions(m: torch.Tensor) -> torch.Tensor:
-    """Right singular vectors of ``m`` with a non-negligible singular value, largest first, each with the sign
-    that makes its largest-magnitude entry positive (an SVD's signs are the LAPACK build's choice)."""
-    if m.shape[0] < m.shape[1]:  # fewer rows than pixels: the eigenvectors of the rows' Gram matrix, cheaper
-        evals, u = torch.linalg.eigh(m @ m.T)
-        evals, u = evals.flip(0), u.flip(1)
-        s = evals.clamp_min(0).sqrt()
-        keep = s > 1e-6 * float(s.max()) if s.numel() and float(s.max()) > 0 else s > 0
-        vh = (u[:, keep] / s[keep]).T @ m
-        vh = vh / torch.linalg.vector_norm(vh, dim=1, keepdim=True)
-    else:
-        _, s, vh = torch.linalg.svd(m, full_matrices=False)
-        if not s.numel() or float(s.max()) <= 0:
-            return vh[:0]
-        vh = vh[s > 1e-9 * float(s.max())]
+    """Right singular vectors of ``m`` (as rows) with a non-negligible singular value, largest first
+    (:func:`privkit.linalg.top_singular_directions`), each with the sign that makes its largest-magnitude entry
+    positive (the eigensolver's signs are the LAPACK build's choice)."""
+    u, s = top_singular_directions(m)
+    vh = u[:, :numerical_rank(s)].T
     sign = torch.sign(vh.gather(1, vh.abs().argmax(1, keepdim=True)))
     return vh * sign
 
