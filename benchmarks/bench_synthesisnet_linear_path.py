@@ -2,7 +2,7 @@
 
 Before the linear path, the default scale's SynthesisNet (every network convolutional, 100 training identities, a
 64-d identity latent, 40 + 10 epochs; ``_synthesisnet_runs.CONV_ONLY``) gave noise-free releases that faceres
-re-identified 3 to 9 times in 120 (chance 2), in every lever the other SynthesisNet benchmarks measured. Today's
+re-identified 1 to 9 times in 120 (chance 2), in every lever the other SynthesisNet benchmarks measured. Today's
 default gives the identity a linear path fitted in closed form (``SynthesisNetConfig.linear_path``). This benchmark
 trains, for every ``--seeds`` seed, one after the other in one process:
 

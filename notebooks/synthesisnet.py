@@ -143,7 +143,7 @@ with timer("data"):
 #
 # **The identity's linear path [I]** (`linear_path`, on at the default and smoke scales, off at the paper scale).
 # A width-16 network trained for a few CPU minutes renders unseen faces poorly: with every network convolutional,
-# faceres re-identified only 3 to 9 of 120 noise-free releases in every lever privkit measured (image size, width,
+# faceres re-identified only 1 to 9 of 120 noise-free releases in every lever privkit measured (image size, width,
 # seeds, training identities; see the README), while a closed-form linear code of the same faces did better than
 # any of them. So `Enc_id` also gets a linear map of the pixels, and the decoder and generator a linear map of
 # `z_id` to the pixels (before the tanh), both fitted in closed form before training and then kept fixed: `Enc_id`

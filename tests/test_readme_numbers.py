@@ -691,6 +691,23 @@ def test_synthesisnet_linear_path_benchmark():
     assert fr["default"].min() >= 10 and fr["default"].min() > fr["conv-only"].max()
 
 
+def test_synthesisnet_convolution_only_range():
+    """"faceres re-identified 1 to 9 of 120 noise-free releases in every lever measured" (README, notebook, docs):
+    the range over every convolution-only run of the four SynthesisNet benchmarks."""
+    res = ROOT / "benchmarks" / "results"
+    frames = [pd.read_csv(res / f) for f in ("synthesisnet_image_size.csv", "synthesisnet_seeds.csv",
+                                            "synthesisnet_train_identities.csv")]
+    lin = pd.read_csv(res / "synthesisnet_linear_path.csv")
+    frames.append(lin[lin.config == "conv-only"])
+    hits = pd.concat([f[(f.judge == "faceres") & (f.release == "no DP noise")].hits for f in frames])
+    text = f"re-identified {hits.min()} to {hits.max()} of 120 noise-free releases"
+    in_readme(text)
+    for path in ("docs/synthesisnet.md", "notebooks/synthesisnet.py"):
+        flat = " ".join(re.sub(r"^\s*#", "", line) for line in (ROOT / path).read_text().splitlines())
+        flat = re.sub(r"\s+", " ", flat).replace("re-identified only", "re-identified")
+        assert text in flat, path
+
+
 def test_dlib_workers_benchmark():
     """The dlib helper-process sentence is rebuilt from the benchmark's committed CSV."""
     df = pd.read_csv(ROOT / "benchmarks" / "results" / "dlib_workers.csv").set_index("workers")
