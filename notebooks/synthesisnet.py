@@ -22,9 +22,9 @@
 # multivariate Laplace mechanism, one independent draw per face) perturbs z_id; a DCGAN generator whose
 # discriminator carries an auxiliary attribute classifier re-synthesises the face. Every quantitative choice —
 # latent sizes, clip norm (= latent radius), loss weights, schedule, the identity's linear path (below), the attack
-# protocol, the judges and the offline IS/FID stand-ins — is privkit's [I]. **No paper numbers exist**, so none are printed; the notebook
-# shows the qualitative behaviour the summary describes (identity distance falls as ε grows over 0.01 … 1) and
-# says where it does and does not hold here.
+# protocol, the judges and the offline IS/FID stand-ins — is privkit's [I]. **No paper numbers exist**, so none are
+# printed; the notebook shows the qualitative behaviour the summary describes (identity distance falls as ε grows
+# over 0.01 … 1) and says where it does and does not hold here.
 #
 # What it regenerates:
 # 1. samples: original / reconstruction / published at several ε / the classical baselines (blur, pixelate, mask);
@@ -137,9 +137,10 @@ with timer("data"):
 # perceptual term on the frozen convolution blocks of MTCNN's ONet (a face detector never trained on identities;
 # not efficientnet-lite0, which the FID analogue uses, and not faceres or dlib, which judge identity). Half of the
 # GAN's training samples get an identity latent privatised as at publishing time (ε log-uniform in 0.01 … 1,
-# `noise_prob`) and no reconstruction term [I]: at small ε the noisy latent is a nearly random point of the sphere, and a generator
-# that only ever saw encoder outputs rendered it as colour noise that kept no attribute; trained this way, the
-# adversarial and auxiliary-classifier terms teach it to render a plausible face with the attributes of `z_att`.
+# `noise_prob`) and no reconstruction term [I]: at small ε the noisy latent is a nearly random point of the sphere,
+# and a generator that only ever saw encoder outputs rendered it as colour noise that kept no attribute; trained
+# this way, the adversarial and auxiliary-classifier terms teach it to render a plausible face with the attributes
+# of `z_att`.
 #
 # **The identity's linear path [I]** (`linear_path`, on at the default and smoke scales, off at the paper scale).
 # A width-16 network trained for a few CPU minutes renders unseen faces poorly: with every network convolutional,
@@ -151,8 +152,9 @@ with timer("data"):
 # orthogonal to the leading *within-identity* ones (how the views of one person differ: lighting, occlusion, pose),
 # whitened (so that the isotropic noise, and at small ε a random point of the sphere, is spread like the faces'
 # codes and decodes to a face-like image rather than colour noise); the decoder's map is the least-squares decoding
-# of that code, and its convolutions start at zero and learn the rest. `Enc_att` and the way `z_att` reaches the image stay convolutional (a linear attribute code pushed identity
-# into `z_att` in privkit's trials), so `z_att` keeps its adversary. Every path still runs through the two
+# of that code, and its convolutions start at zero and learn the rest. `Enc_att` and the way `z_att` reaches the
+# image stay convolutional (a linear attribute code pushed identity into `z_att` in privkit's trials), so `z_att`
+# keeps its adversary. Every path still runs through the two
 # latents: the guarantee is unchanged. With the linear path, more training identities give more between-identity
 # directions, which is why the default trains on 400 identities with a 256-d `z_id` of radius 1280 (an attacker
 # holding the model sees a face's direction through the noise with a signal-to-noise ratio of about

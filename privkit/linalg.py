@@ -5,10 +5,10 @@ identity-mean matrix, and SynthesisNet's linear path projects images onto the le
 between- and within-identity scatter. Both matrices are short and wide (a few hundred rows of a few thousand
 columns), so :func:`top_singular_directions` solves the smaller of the two symmetric eigenproblems by default.
 
-* :func:`top_singular_directions` — ``(u, s)`` with ``rows = (u diag(s) w)ᵀ`` for some orthonormal ``w``:
-  the columns of ``u`` are the right singular vectors of ``rows`` (equivalently the left singular vectors of
-  ``rowsᵀ``), in descending order of ``s``; columns whose singular value is below ``rtol · s₁`` are zero on the Gram
-  route (they carry no direction). Neither route is randomised.
+* :func:`top_singular_directions` — ``(u, s)`` with ``rows = (u diag(s) w)ᵀ`` for some orthonormal ``w``: the
+  columns of ``u`` are the right singular vectors of ``rows`` (equivalently the left singular vectors of ``rowsᵀ``),
+  in descending order of ``s``; columns whose singular value is below ``rtol · s₁`` are zero on the Gram route
+  (they carry no direction). Neither route is randomised.
 * :func:`numerical_rank` — how many singular values exceed ``rtol · s₁``.
 
 Signs of singular vectors are the eigensolver's choice; callers that need reproducible signs fix them.
