@@ -6,6 +6,7 @@ scripts from the repository root, with ``benchmarks/`` on ``sys.path``).
 
 from __future__ import annotations
 
+import argparse
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -105,3 +106,17 @@ def run_grid(seeds: Sequence[int], values: Sequence[Any], one_run: Callable[...,
             print(f"{label} {value}, seed {seed}: training {cost['train_wall_s']:.0f} s wall, "
                   f"{cost['train_cpu_s']:.0f} s CPU", flush=True)
     write_results(costs, rows, on=on, out=out)
+
+
+def grid_main(argv: list[str] | None, doc: str, one_run: Callable[..., tuple[dict, list[dict]]], *, flag: str,
+              label: str, on: list[str], **values: Any) -> int:
+    """The command line of a benchmark that runs :func:`run_grid` over ``--seeds`` (default 0 and 1) and the values
+    of ``--<flag>`` (``values``: that option's ``argparse`` settings; the first value is the anchor), writing
+    ``--out``."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument(f"--{flag}", nargs="+", **values)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--out", type=Path, default=None, help="CSV of the results (one row per run, judge, release)")
+    args = parser.parse_args(argv)
+    run_grid(args.seeds, getattr(args, flag), one_run, label=label, on=on, out=args.out)
+    return 0

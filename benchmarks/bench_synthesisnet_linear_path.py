@@ -27,11 +27,9 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
-from _synthesisnet_runs import CONV_ONLY, run_grid, train_and_judge
+from _synthesisnet_runs import CONV_ONLY, grid_main, train_and_judge
 
 #: The configurations, as overrides of the default preset.
 CONFIGS = {
@@ -56,14 +54,8 @@ def one_run(config: str, seed: int, *, judges: tuple) -> tuple[dict, list[dict]]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS),
-                        help="configurations; the first is the anchor")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
-    parser.add_argument("--out", type=Path, default=None, help="CSV of the results (one row per run, judge, release)")
-    args = parser.parse_args(argv)
-    run_grid(args.seeds, args.configs, one_run, label="configuration", on=["config", "seed"], out=args.out)
-    return 0
+    return grid_main(argv, __doc__, one_run, flag="configs", default=list(CONFIGS), choices=list(CONFIGS),
+                     help="configurations; the first is the anchor", label="configuration", on=["config", "seed"])
 
 
 if __name__ == "__main__":

@@ -26,11 +26,9 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
-from _synthesisnet_runs import CONV_ONLY, run_grid, train_and_judge
+from _synthesisnet_runs import CONV_ONLY, grid_main, train_and_judge
 
 
 def scaled_epochs(n_identities: int) -> tuple[int, int]:
@@ -55,15 +53,9 @@ def one_run(n_identities: int, seed: int, *, judges: tuple) -> tuple[dict, list[
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--identities", type=int, nargs="+", default=[100, 300, 540],
-                        help="training identities (at most 609 - 60 published); the first is the anchor")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
-    parser.add_argument("--out", type=Path, default=None, help="CSV of the results (one row per run, judge, release)")
-    args = parser.parse_args(argv)
-    run_grid(args.seeds, args.identities, one_run, label="training identities", on=["train_identities", "seed"],
-             out=args.out)
-    return 0
+    return grid_main(argv, __doc__, one_run, flag="identities", type=int, default=[100, 300, 540],
+                     help="training identities (at most 609 - 60 published); the first is the anchor",
+                     label="training identities", on=["train_identities", "seed"])
 
 
 if __name__ == "__main__":
