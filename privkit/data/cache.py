@@ -38,12 +38,7 @@ from ..device import resolve_device
 from ..errors import InvalidArgumentError
 
 __all__ = [
-    "cached_embeddings",
-    "cache_key",
-    "cache_paths",
-    "content_fingerprint",
-    "clear_cache",
-    "CacheCorruptionWarning",
+    "cached_embeddings", "cache_key", "cache_paths", "content_fingerprint", "clear_cache", "CacheCorruptionWarning",
     "DEFAULT_CACHE_DIR",
 ]
 
@@ -89,23 +84,15 @@ def _check_name(name: str, value: Any) -> str:
 
 
 def _key_fields(encoder: str, dataset: str, split: str, seed: int | None, extra: Mapping[str, Any] | None) -> dict:
-    _check_name("encoder", encoder)
-    _check_name("dataset", dataset)
-    _check_name("split", split)
+    for name, value in (("encoder", encoder), ("dataset", dataset), ("split", split)):
+        _check_name(name, value)
     if seed is not None:
         seed = check_int("seed", seed)
-    if extra is None:
-        extra = {}
+    extra = {} if extra is None else extra
     if not isinstance(extra, Mapping):
         raise InvalidArgumentError(f"extra must be a mapping of JSON-serialisable values or None, got {type(extra).__name__}")
-    fields = {
-        "encoder": encoder,
-        "dataset": dataset,
-        "split": split,
-        "seed": seed,
-        "privkit_version": _privkit_version(),
-        "extra": dict(extra),
-    }
+    fields = {"encoder": encoder, "dataset": dataset, "split": split, "seed": seed,
+              "privkit_version": _privkit_version(), "extra": dict(extra)}
     try:
         # a JSON round trip makes the fields compare equal to what the metadata file gives back (tuples
         # become lists, and so on)
@@ -118,8 +105,10 @@ def _key_fields(encoder: str, dataset: str, split: str, seed: int | None, extra:
     return fields
 
 
-def _canonical(fields: Mapping[str, Any]) -> str:
-    return json.dumps(fields, sort_keys=True, separators=(",", ":"), allow_nan=False)
+def _key_hash(fields: Mapping[str, Any]) -> str:
+    """sha256 of the canonical JSON of the key fields."""
+    canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def content_fingerprint(tensors: torch.Tensor | Sequence[torch.Tensor]) -> str:
@@ -139,14 +128,8 @@ def content_fingerprint(tensors: torch.Tensor | Sequence[torch.Tensor]) -> str:
     return h.hexdigest()
 
 
-def cache_key(
-    *,
-    encoder: str,
-    dataset: str,
-    split: str,
-    seed: int | None,
-    extra: Mapping[str, Any] | None = None,
-) -> str:
+def cache_key(*, encoder: str, dataset: str, split: str, seed: int | None,
+              extra: Mapping[str, Any] | None = None) -> str:
     """The 64-hex-digit key of an entry: sha256 of the canonical JSON of its key fields and privkit's version.
 
     Args:
@@ -160,28 +143,22 @@ def cache_key(
     Raises:
         InvalidArgumentError: empty names, a non-integer seed, or ``extra`` not JSON-serialisable.
     """
-    fields = _key_fields(encoder, dataset, split, seed, extra)
-    return hashlib.sha256(_canonical(fields).encode("utf-8")).hexdigest()
+    return _key_hash(_key_fields(encoder, dataset, split, seed, extra))
 
 
-def cache_paths(
-    *,
-    encoder: str,
-    dataset: str,
-    split: str,
-    seed: int | None,
-    extra: Mapping[str, Any] | None = None,
-    cache_dir: str | os.PathLike = DEFAULT_CACHE_DIR,
-) -> tuple[Path, Path]:
+def cache_paths(*, encoder: str, dataset: str, split: str, seed: int | None, extra: Mapping[str, Any] | None = None,
+                cache_dir: str | os.PathLike = DEFAULT_CACHE_DIR) -> tuple[Path, Path]:
     """The ``(tensor_file, metadata_file)`` paths of an entry (they need not exist)."""
     key = cache_key(encoder=encoder, dataset=dataset, split=split, seed=seed, extra=extra)
-    root = Path(cache_dir)
+    return _entry_paths(Path(cache_dir), key)
+
+
+def _entry_paths(root: Path, key: str) -> tuple[Path, Path]:
     return root / f"{_PREFIX}{key}.safetensors", root / f"{_PREFIX}{key}.json"
 
 
 def _tensor_sha256(t: torch.Tensor) -> str:
-    flat = t.detach().to("cpu").contiguous().reshape(-1)
-    raw = flat.view(torch.uint8)
+    raw = t.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8)
     return hashlib.sha256(raw.numpy().tobytes()).hexdigest()
 
 
@@ -191,19 +168,12 @@ def _ensure_dir(root: Path) -> None:
             raise InvalidArgumentError(f"cache_dir={str(root)!r} exists and is not a directory")
         mode = stat.S_IMODE(root.stat().st_mode)
         if mode & 0o077:
-            warnings.warn(
-                f"cache directory {root} is accessible to other users (mode {mode:o}); cached face embeddings "
-                f"are biometric templates. Restrict it with: chmod 700 {root}",
-                UserWarning,
-                stacklevel=3,
-            )
+            warnings.warn(f"cache directory {root} is accessible to other users (mode {mode:o}); cached face "
+                          f"embeddings are biometric templates. Restrict it with: chmod 700 {root}", UserWarning,
+                          stacklevel=3)
         return
     root.mkdir(parents=True, exist_ok=True)
     os.chmod(root, _DIR_MODE)  # mkdir's mode is filtered by the umask; set it explicitly
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    atomic_write(path, data, mode=_FILE_MODE)
 
 
 def _read_entry(tensor_path: Path, meta_path: Path, fields: Mapping[str, Any]) -> tuple[torch.Tensor | None, str | None]:
@@ -238,16 +208,9 @@ def _read_entry(tensor_path: Path, meta_path: Path, fields: Mapping[str, Any]) -
 
 
 def cached_embeddings(
-    fn: Callable[[], torch.Tensor],
-    *,
-    encoder: str,
-    dataset: str,
-    split: str,
-    seed: int | None,
-    extra: Mapping[str, Any] | None = None,
-    cache_dir: str | os.PathLike = DEFAULT_CACHE_DIR,
-    device: str | torch.device | None = None,
-    inputs: torch.Tensor | Sequence[torch.Tensor] | None = None,
+    fn: Callable[[], torch.Tensor], *, encoder: str, dataset: str, split: str, seed: int | None,
+    extra: Mapping[str, Any] | None = None, cache_dir: str | os.PathLike = DEFAULT_CACHE_DIR,
+    device: str | torch.device | None = None, inputs: torch.Tensor | Sequence[torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """Return ``fn()``, computing it only if no valid cache entry for the key exists.
 
@@ -280,10 +243,9 @@ def cached_embeddings(
     if inputs is not None:
         extra = {**(extra or {}), "inputs_sha256": content_fingerprint(inputs)}
     fields = _key_fields(encoder, dataset, split, seed, extra)
-    key = hashlib.sha256(_canonical(fields).encode("utf-8")).hexdigest()
+    key = _key_hash(fields)
     root = Path(cache_dir)
-    tensor_path = root / f"{_PREFIX}{key}.safetensors"
-    meta_path = root / f"{_PREFIX}{key}.json"
+    tensor_path, meta_path = _entry_paths(root, key)
     target = None if device is None else resolve_device(device)
 
     if root.is_dir():
@@ -291,12 +253,9 @@ def cached_embeddings(
         if t is not None:
             return t if target is None else t.to(target)
         if reason is not None:
-            warnings.warn(
-                f"cache entry {tensor_path.name} for {fields['encoder']}/{fields['dataset']}/{fields['split']} "
-                f"is invalid ({reason}); recomputing it",
-                CacheCorruptionWarning,
-                stacklevel=2,
-            )
+            warnings.warn(f"cache entry {tensor_path.name} for {fields['encoder']}/{fields['dataset']}/"
+                          f"{fields['split']} is invalid ({reason}); recomputing it", CacheCorruptionWarning,
+                          stacklevel=2)
 
     value = fn()
     if not isinstance(value, torch.Tensor):
@@ -310,18 +269,12 @@ def cached_embeddings(
     from safetensors.torch import save
 
     _ensure_dir(root)
-    payload = save({_TENSOR_NAME: cpu}, metadata={"sha256": _tensor_sha256(cpu), "key": key})
-    meta = {
-        "format": _FORMAT,
-        "key": fields,
-        "key_sha256": key,
-        "shape": list(cpu.shape),
-        "dtype": str(cpu.dtype),
-        "sha256": _tensor_sha256(cpu),
-        "nbytes": int(cpu.numel() * cpu.element_size()),
-    }
-    _atomic_write(tensor_path, payload)
-    _atomic_write(meta_path, (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+    sha = _tensor_sha256(cpu)
+    payload = save({_TENSOR_NAME: cpu}, metadata={"sha256": sha, "key": key})
+    meta = {"format": _FORMAT, "key": fields, "key_sha256": key, "shape": list(cpu.shape), "dtype": str(cpu.dtype),
+            "sha256": sha, "nbytes": int(cpu.numel() * cpu.element_size())}
+    atomic_write(tensor_path, payload, mode=_FILE_MODE)
+    atomic_write(meta_path, (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode("utf-8"), mode=_FILE_MODE)
     return cpu if target is None else cpu.to(target)
 
 
@@ -348,9 +301,8 @@ def clear_cache(cache_dir: str | os.PathLike = DEFAULT_CACHE_DIR) -> int:
     removed = 0
     for p in root.iterdir():
         name = p.name
-        ours = (name.startswith(_PREFIX) and (name.endswith(".safetensors") or name.endswith(".json"))) or (
-            name.startswith("." + _PREFIX) and name.endswith(".tmp")
-        )
+        ours = ((name.startswith(_PREFIX) and name.endswith((".safetensors", ".json")))
+                or (name.startswith("." + _PREFIX) and name.endswith(".tmp")))
         if ours and p.is_file() and not p.is_symlink():
             p.unlink()
             removed += 1

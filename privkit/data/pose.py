@@ -68,22 +68,9 @@ from ..transforms import resize
 from .types import MPII_JOINTS, PoseSet
 
 __all__ = [
-    "load_synthpose",
-    "render_pose",
-    "sample_pose_params",
-    "synthpose_params",
-    "identity_traits",
-    "PoseParams",
-    "STYLES",
-    "SPLIT_STYLE",
-    "POSE_CLASSES",
-    "ANGLE_NAMES",
-    "ANGLE_LIMITS",
-    "BACKGROUND_PHOTOS",
-    "PUBLIC_IDENTITY_OFFSET",
-    "BLOCK_SIZE",
-    "MIN_SIZE",
-    "MAX_SIZE",
+    "load_synthpose", "render_pose", "sample_pose_params", "synthpose_params", "identity_traits", "PoseParams",
+    "STYLES", "SPLIT_STYLE", "POSE_CLASSES", "ANGLE_NAMES", "ANGLE_LIMITS", "BACKGROUND_PHOTOS",
+    "PUBLIC_IDENTITY_OFFSET", "BLOCK_SIZE", "MIN_SIZE", "MAX_SIZE",
 ]
 
 Style = Literal["photo", "cartoon"]
@@ -248,6 +235,24 @@ def _bern(g: torch.Generator, p: float, *shape: int) -> torch.Tensor:
     return (torch.rand(*shape, generator=g) < p).float()
 
 
+def _int(g: torch.Generator, k: int, n: int) -> torch.Tensor:
+    return torch.randint(0, k, (n,), generator=g).float()
+
+
+def _cat(g: torch.Generator, probs: tuple[float, ...], n: int) -> torch.Tensor:
+    return torch.multinomial(torch.tensor(probs), n, replacement=True, generator=g).float()
+
+
+_DRAWS = {"u": _u, "n": _nrm, "b": _bern, "i": _int, "c": _cat}
+
+
+def _draw_columns(g: torch.Generator, n: int, spec: tuple[tuple, ...]) -> torch.Tensor:
+    """(n, len(spec)): one column per ``(kind, *args)`` of ``spec``, drawn in order; kinds: ``"u"`` uniform
+    (lo, hi), ``"n"`` normal (mean, sd), ``"b"`` Bernoulli (p), ``"i"`` integer in [0, k), ``"c"`` categorical
+    (probabilities)."""
+    return torch.stack([_DRAWS[kind](g, *args, n) for kind, *args in spec], dim=1)
+
+
 def _hsv(h: torch.Tensor, s: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """HSV (each (...,), h in [0, 1) cyclic) -> RGB (..., 3)."""
     h = torch.remainder(h, 1.0)
@@ -273,27 +278,18 @@ _HAIR_PALETTE = torch.tensor([
 def _draw_traits(n: int, g: torch.Generator, style: str) -> dict[str, torch.Tensor]:
     """Body shape and appearance of ``n`` people (identity traits), drawn from ``g``."""
     cartoon = style == "cartoon"
-    leg = torch.exp(_nrm(g, 0.0, 0.05, n))
-    body = torch.stack([
-        0.25 * leg * torch.exp(_nrm(g, 0.0, 0.03, n)),          # shin
-        0.25 * leg * torch.exp(_nrm(g, 0.0, 0.03, n)),          # thigh
-        0.30 * torch.exp(_nrm(g, 0.0, 0.05, n)),                # torso
-        0.065 * torch.exp(_nrm(g, 0.0, 0.15, n)),               # neck
-        (0.14 if cartoon else 0.13) * torch.exp(_nrm(g, 0.0, 0.06, n)),  # head
-        0.075 * torch.exp(_nrm(g, 0.0, 0.10, n)),               # hip_width (half)
-        0.115 * torch.exp(_nrm(g, 0.0, 0.08, n)),               # shoulder_width (half)
-        0.165 * torch.exp(_nrm(g, 0.0, 0.05, n)),               # upper_arm
-        0.145 * torch.exp(_nrm(g, 0.0, 0.05, n)),               # forearm
-        0.055 * torch.exp(_nrm(g, 0.0, 0.08, n)),               # hand
-        0.075 * torch.exp(_nrm(g, 0.0, 0.08, n)),               # foot
-        _u(g, 0.8, 1.35, n),                                    # girth
-        _u(g, 0.9, 1.1, n),                                     # head_width
-        _u(g, 0.11, 0.17, n),                                   # eye_spacing
-        _u(g, 0.05, 0.11, n),                                   # mouth_width
-        _u(g, 0.8, 1.25, n) * (1.3 if cartoon else 1.0),        # eye_size
-    ], dim=1)
+    leg = 0.25 * torch.exp(_nrm(g, 0.0, 0.05, n))
+    # shin, thigh, torso, neck, head, hip_width (half), shoulder_width (half), upper_arm, forearm, hand, foot:
+    # (typical length, sd of its log-normal spread)
+    lengths = ((leg, 0.03), (leg, 0.03), (0.30, 0.05), (0.065, 0.15), (0.14 if cartoon else 0.13, 0.06), (0.075, 0.10),
+               (0.115, 0.08), (0.165, 0.05), (0.145, 0.05), (0.055, 0.08), (0.075, 0.08))
+    body = [k * torch.exp(_nrm(g, 0.0, sd, n)) for k, sd in lengths]
+    # girth, head_width, eye_spacing, mouth_width, eye_size
+    body += [_u(g, lo, hi, n) for lo, hi in ((0.8, 1.35), (0.9, 1.1), (0.11, 0.17), (0.05, 0.11), (0.8, 1.25))]
+    body[-1] = body[-1] * (1.3 if cartoon else 1.0)
+    body = torch.stack(body, dim=1)
 
-    # skin
+    # skin (the fantasy and bright-hair coin flips are drawn in both styles: same stream layout)
     t = _u(g, 0.0, 1.0, n)[:, None]
     if cartoon:
         light, dark = torch.tensor([1.0, 0.84, 0.68]), torch.tensor([0.58, 0.36, 0.22])
@@ -301,18 +297,12 @@ def _draw_traits(n: int, g: torch.Generator, style: str) -> dict[str, torch.Tens
         light, dark = torch.tensor([0.95, 0.79, 0.68]), torch.tensor([0.34, 0.22, 0.16])
     skin = light + (dark - light) * t + _nrm(g, 0.0, 0.02, n, 3)
     fantasy = _hsv(_u(g, 0, 1, n), torch.full((n,), 0.5), torch.full((n,), 0.9))
-    if cartoon:
-        skin = torch.where(_bern(g, 0.12, n)[:, None] > 0, fantasy, skin)
-    else:
-        _bern(g, 0.12, n)  # keep the stream layout identical across styles
+    skin = torch.where((_bern(g, 0.12, n)[:, None] > 0) & cartoon, fantasy, skin)
     # hair
     hair = _pick(torch.randint(0, len(_HAIR_PALETTE), (n,), generator=g), _HAIR_PALETTE.expand(n, -1, -1))
     hair = hair + _nrm(g, 0.0, 0.03, n, 3)
     bright_hair = _hsv(_u(g, 0, 1, n), _u(g, 0.7, 1.0, n), _u(g, 0.7, 1.0, n))
-    if cartoon:
-        hair = torch.where(_bern(g, 0.35, n)[:, None] > 0, bright_hair, hair)
-    else:
-        _bern(g, 0.35, n)
+    hair = torch.where((_bern(g, 0.35, n)[:, None] > 0) & cartoon, bright_hair, hair)
     # shirt and its pattern colour
     hue = _u(g, 0, 1, n)
     if cartoon:
@@ -352,20 +342,12 @@ def _draw_traits(n: int, g: torch.Generator, style: str) -> dict[str, torch.Tens
         lips = skin * torch.tensor([0.85, 0.55, 0.55]) + _nrm(g, 0.0, 0.02, n, 3)
     colors = torch.stack([skin, hair, shirt, shirt2, trousers, trousers2, shoes, eyes, lips], dim=1).clamp(0, 1)
 
-    shirt_probs = torch.tensor([0.2, 0.3, 0.2, 0.3] if cartoon else [0.55, 0.2, 0.1, 0.15])
-    trouser_probs = torch.tensor([0.5, 0.2, 0.1, 0.2] if cartoon else [0.9, 0.02, 0.05, 0.03])
-    hair_probs = torch.tensor([0.08, 0.6, 0.32])
-    clothing = torch.stack([
-        torch.multinomial(shirt_probs, n, replacement=True, generator=g).float(),
-        _u(g, 0.04, 0.09, n) if cartoon else _u(g, 0.025, 0.06, n),
-        torch.multinomial(trouser_probs, n, replacement=True, generator=g).float(),
-        _u(g, 0.04, 0.09, n) if cartoon else _u(g, 0.025, 0.06, n),
-        _bern(g, 0.55, n),
-        _bern(g, 0.2, n),
-        torch.multinomial(hair_probs, n, replacement=True, generator=g).float(),
-        _u(g, 0.97, 1.12, n),
-        _bern(g, 0.15, n),
-    ], dim=1)
+    period = ("u", 0.04, 0.09) if cartoon else ("u", 0.025, 0.06)
+    clothing = _draw_columns(g, n, (
+        ("c", (0.2, 0.3, 0.2, 0.3) if cartoon else (0.55, 0.2, 0.1, 0.15)), period,
+        ("c", (0.5, 0.2, 0.1, 0.2) if cartoon else (0.9, 0.02, 0.05, 0.03)), period,
+        ("b", 0.55), ("b", 0.2), ("c", (0.08, 0.6, 0.32)), ("u", 0.97, 1.12), ("b", 0.15),
+    ))
     return {"body": body, "colors": colors, "clothing": clothing}
 
 
@@ -401,27 +383,26 @@ def identity_traits(identity: torch.Tensor, *, style: Style) -> dict[str, torch.
 
 def _draw_angles(n: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """Pose family and joint angles (n, 21), clamped to :data:`ANGLE_LIMITS`."""
-    probs = torch.tensor(_POSE_CLASS_PROBS)
-    pose_class = torch.multinomial(probs, n, replacement=True, generator=g)
-    na = len(ANGLE_NAMES)
+    pose_class = torch.multinomial(torch.tensor(_POSE_CLASS_PROBS), n, replacement=True, generator=g)
     # Angles shared by all families.
-    base = torch.zeros(n, na)
+    base = torch.zeros(n, len(ANGLE_NAMES))
     m = _u(g, 0, 1, n)
     yaw = torch.where(m < 0.45, _nrm(g, 0.0, 0.45, n), torch.where(m < 0.65, math.pi + _nrm(g, 0.0, 0.45, n),
                                                                      _u(g, -math.pi, math.pi, n)))
     base[:, _A["yaw"]] = torch.remainder(yaw + math.pi, 2 * math.pi) - math.pi
-    base[:, _A["torso_bend"]] = _nrm(g, 0.05, 0.08, n)
-    base[:, _A["torso_lean"]] = _nrm(g, 0.0, 0.07, n)
-    base[:, _A["torso_twist"]] = _nrm(g, 0.0, 0.15, n)
-    base[:, _A["neck_pitch"]] = _nrm(g, 0.05, 0.15, n)
-    base[:, _A["neck_roll"]] = _nrm(g, 0.0, 0.1, n)
-    base[:, _A["head_yaw"]] = _nrm(g, 0.0, 0.35, n)
+    for name, mu, sd in (("torso_bend", 0.05, 0.08), ("torso_lean", 0.0, 0.07), ("torso_twist", 0.0, 0.15),
+                         ("neck_pitch", 0.05, 0.15), ("neck_roll", 0.0, 0.1), ("head_yaw", 0.0, 0.35)):
+        base[:, _A[name]] = _nrm(g, mu, sd, n)
+
+    def per_side(a: torch.Tensor, **draws) -> None:
+        """Set ``r_<name>`` then ``l_<name>``, each draw in the given order: a uniform range ``(lo, hi)`` or a
+        function that draws the angle."""
+        for s in ("r", "l"):
+            for name, d in draws.items():
+                a[:, _A[f"{s}_{name}"]] = d() if callable(d) else _u(g, *d, n)
 
     def legs_standing(a: torch.Tensor) -> None:
-        for s in ("r", "l"):
-            a[:, _A[f"{s}_hip_flex"]] = _nrm(g, 0.03, 0.08, n)
-            a[:, _A[f"{s}_hip_abduct"]] = _u(g, 0.0, 0.25, n)
-            a[:, _A[f"{s}_knee"]] = _u(g, 0.0, 0.25, n)
+        per_side(a, hip_flex=lambda: _nrm(g, 0.03, 0.08, n), hip_abduct=(0.0, 0.25), knee=(0.0, 0.25))
 
     def arms_relaxed(a: torch.Tensor) -> None:
         for s in ("r", "l"):
@@ -431,31 +412,32 @@ def _draw_angles(n: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor
             a[:, _A[f"{s}_elbow"]] = torch.where(hip_hand > 0, _u(g, 1.5, 2.1, n), _u(g, 0.0, 0.9, n))
             a[:, _A[f"{s}_arm_twist"]] = torch.where(hip_hand > 0, _u(g, 0.9, 1.4, n), _u(g, -0.3, 0.8, n))
 
-    proposals = []
+    proposals: list[torch.Tensor] = []
+
+    def family() -> torch.Tensor:
+        """A new proposal, a copy of the shared angles (one per pose family, in POSE_CLASSES order)."""
+        proposals.append(base.clone())
+        return proposals[-1]
+
     # 0 standing
-    a = base.clone()
+    a = family()
     legs_standing(a)
     arms_relaxed(a)
-    proposals.append(a)
     # 1 walking / running
-    a = base.clone()
+    a = family()
     phase, amp = _u(g, 0, 2 * math.pi, n), _u(g, 0.25, 0.8, n)
     a[:, _A["r_hip_flex"]] = amp * torch.sin(phase)
     a[:, _A["l_hip_flex"]] = -amp * torch.sin(phase)
     a[:, _A["r_knee"]] = 0.1 + 0.7 * amp * (1 + torch.cos(phase))
     a[:, _A["l_knee"]] = 0.1 + 0.7 * amp * (1 - torch.cos(phase))
-    a[:, _A["r_hip_abduct"]] = _u(g, 0.0, 0.12, n)
-    a[:, _A["l_hip_abduct"]] = _u(g, 0.0, 0.12, n)
+    per_side(a, hip_abduct=(0.0, 0.12))
     a[:, _A["r_shoulder_flex"]] = -0.9 * amp * torch.sin(phase)
     a[:, _A["l_shoulder_flex"]] = 0.9 * amp * torch.sin(phase)
-    for s in ("r", "l"):
-        a[:, _A[f"{s}_shoulder_abduct"]] = _u(g, 0.05, 0.25, n)
-        a[:, _A[f"{s}_elbow"]] = _u(g, 0.2, 1.0, n) + amp * _u(g, 0.0, 1.0, n)
-        a[:, _A[f"{s}_arm_twist"]] = _u(g, -0.2, 0.4, n)
+    per_side(a, shoulder_abduct=(0.05, 0.25), elbow=lambda: _u(g, 0.2, 1.0, n) + amp * _u(g, 0.0, 1.0, n),
+             arm_twist=(-0.2, 0.4))
     a[:, _A["torso_bend"]] = _nrm(g, 0.1, 0.08, n)
-    proposals.append(a)
     # 2 arms raised (both up, one up, T / waving, V)
-    a = base.clone()
+    a = family()
     legs_standing(a)
     mode = torch.randint(0, 4, (n,), generator=g)
     up_r, up_l = _u(g, 2.3, 3.0, n), _u(g, 2.3, 3.0, n)
@@ -463,55 +445,31 @@ def _draw_angles(n: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor
     t_r, t_l = _u(g, 1.2, 1.8, n), _u(g, 1.2, 1.8, n)
     v_r, v_l = _u(g, 1.9, 2.4, n), _u(g, 1.9, 2.4, n)
     one_side = _bern(g, 0.5, n) > 0
-    r_abd = torch.stack([up_r, torch.where(one_side, up_r, low_r), t_r, v_r], 1)
-    l_abd = torch.stack([up_l, torch.where(one_side, low_l, up_l), t_l, v_l], 1)
-    a[:, _A["r_shoulder_abduct"]] = _pick(mode, r_abd)
-    a[:, _A["l_shoulder_abduct"]] = _pick(mode, l_abd)
-    for s in ("r", "l"):
-        a[:, _A[f"{s}_shoulder_flex"]] = _nrm(g, 0.15, 0.3, n)
-        a[:, _A[f"{s}_elbow"]] = torch.where(mode == 2, _u(g, 0.0, 2.0, n), _u(g, 0.0, 0.7, n))
-        a[:, _A[f"{s}_arm_twist"]] = _u(g, -0.6, 0.3, n)
-    proposals.append(a)
+    a[:, _A["r_shoulder_abduct"]] = _pick(mode, torch.stack([up_r, torch.where(one_side, up_r, low_r), t_r, v_r], 1))
+    a[:, _A["l_shoulder_abduct"]] = _pick(mode, torch.stack([up_l, torch.where(one_side, low_l, up_l), t_l, v_l], 1))
+    per_side(a, shoulder_flex=lambda: _nrm(g, 0.15, 0.3, n),
+             elbow=lambda: torch.where(mode == 2, _u(g, 0.0, 2.0, n), _u(g, 0.0, 0.7, n)), arm_twist=(-0.6, 0.3))
     # 3 sitting-ish (chair sitting or squatting)
-    a = base.clone()
+    a = family()
     squat = _bern(g, 0.3, n) > 0
-    for s in ("r", "l"):
-        a[:, _A[f"{s}_hip_flex"]] = torch.where(squat, _u(g, 1.8, 2.15, n), _u(g, 1.2, 1.75, n))
-        a[:, _A[f"{s}_knee"]] = torch.where(squat, _u(g, 2.0, 2.45, n), _u(g, 1.2, 1.9, n))
-        a[:, _A[f"{s}_hip_abduct"]] = _u(g, 0.0, 0.35, n)
-        a[:, _A[f"{s}_shoulder_flex"]] = _u(g, 0.0, 0.9, n)
-        a[:, _A[f"{s}_shoulder_abduct"]] = _u(g, 0.05, 0.35, n)
-        a[:, _A[f"{s}_elbow"]] = _u(g, 0.3, 1.8, n)
-        a[:, _A[f"{s}_arm_twist"]] = _u(g, 0.0, 0.8, n)
+    per_side(a, hip_flex=lambda: torch.where(squat, _u(g, 1.8, 2.15, n), _u(g, 1.2, 1.75, n)),
+             knee=lambda: torch.where(squat, _u(g, 2.0, 2.45, n), _u(g, 1.2, 1.9, n)), hip_abduct=(0.0, 0.35),
+             shoulder_flex=(0.0, 0.9), shoulder_abduct=(0.05, 0.35), elbow=(0.3, 1.8), arm_twist=(0.0, 0.8))
     a[:, _A["torso_bend"]] = torch.where(squat, _u(g, 0.3, 0.7, n), _nrm(g, 0.05, 0.12, n))
-    proposals.append(a)
     # 4 bending forward
-    a = base.clone()
+    a = family()
     bend = _u(g, 0.6, 1.4, n)
     a[:, _A["torso_bend"]] = bend
     a[:, _A["neck_pitch"]] = _u(g, -0.6, -0.1, n)
-    for s in ("r", "l"):
-        a[:, _A[f"{s}_hip_flex"]] = _u(g, -0.05, 0.3, n)
-        a[:, _A[f"{s}_knee"]] = _u(g, 0.0, 0.4, n)
-        a[:, _A[f"{s}_hip_abduct"]] = _u(g, 0.0, 0.2, n)
-        a[:, _A[f"{s}_shoulder_flex"]] = bend + _nrm(g, 0.0, 0.3, n)
-        a[:, _A[f"{s}_shoulder_abduct"]] = _u(g, 0.0, 0.3, n)
-        a[:, _A[f"{s}_elbow"]] = _u(g, 0.0, 0.6, n)
-        a[:, _A[f"{s}_arm_twist"]] = _u(g, -0.3, 0.5, n)
-    proposals.append(a)
+    per_side(a, hip_flex=(-0.05, 0.3), knee=(0.0, 0.4), hip_abduct=(0.0, 0.2),
+             shoulder_flex=lambda: bend + _nrm(g, 0.0, 0.3, n), shoulder_abduct=(0.0, 0.3), elbow=(0.0, 0.6),
+             arm_twist=(-0.3, 0.5))
     # 5 dynamic (sports, dance): broad ranges within the limits
-    a = base.clone()
-    for s in ("r", "l"):
-        a[:, _A[f"{s}_hip_flex"]] = _u(g, -0.4, 1.9, n)
-        a[:, _A[f"{s}_hip_abduct"]] = _u(g, -0.1, 0.8, n)
-        a[:, _A[f"{s}_knee"]] = _u(g, 0.0, 2.2, n)
-        a[:, _A[f"{s}_shoulder_flex"]] = _u(g, -0.7, 3.0, n)
-        a[:, _A[f"{s}_shoulder_abduct"]] = _u(g, 0.0, 2.9, n)
-        a[:, _A[f"{s}_elbow"]] = _u(g, 0.0, 2.4, n)
-        a[:, _A[f"{s}_arm_twist"]] = _u(g, -0.8, 1.3, n)
+    a = family()
+    per_side(a, hip_flex=(-0.4, 1.9), hip_abduct=(-0.1, 0.8), knee=(0.0, 2.2), shoulder_flex=(-0.7, 3.0),
+             shoulder_abduct=(0.0, 2.9), elbow=(0.0, 2.4), arm_twist=(-0.8, 1.3))
     a[:, _A["torso_bend"]] = _u(g, -0.2, 0.8, n)
     a[:, _A["torso_lean"]] = _nrm(g, 0.0, 0.18, n)
-    proposals.append(a)
 
     angles = _pick(pose_class, torch.stack(proposals, dim=1))
     limits = torch.tensor(ANGLE_LIMITS)
@@ -525,39 +483,20 @@ def _draw_scene(n: int, g: torch.Generator, style: str) -> dict[str, torch.Tenso
     pose_class, angles = _draw_angles(n, g)
     closeup = _bern(g, 0.15, n)
     big_roll = _bern(g, 0.06, n)
-    view = torch.stack([
+    view = torch.stack([  # the columns of VIEW_FIELDS
         torch.where(big_roll > 0, _u(g, -0.9, 0.9, n), _nrm(g, 0.0, 0.15, n)),
         torch.where(closeup > 0, _u(g, 0.95, 1.4, n), _u(g, 0.55, 0.9, n)),
-        _nrm(g, 0.0, 0.05, n),
-        _nrm(g, 0.0, 0.05, n),
-        closeup * _u(g, 0.5, 1.0, n),
+        _nrm(g, 0.0, 0.05, n), _nrm(g, 0.0, 0.05, n), closeup * _u(g, 0.5, 1.0, n),
     ], dim=1)
-    background = torch.stack([
-        torch.randint(0, 4, (n,), generator=g).float(),
-        torch.randint(0, len(BACKGROUND_PHOTOS), (n,), generator=g).float(),
-        _u(g, 0.35, 1.0, n),
-        _u(g, 0.0, 1.0, n),
-        _u(g, 0.0, 1.0, n),
-        _bern(g, 0.5, n),
-        _nrm(g, 1.0, 0.12, n),
-        _nrm(g, 1.0, 0.12, n),
-        _nrm(g, 1.0, 0.12, n),
-        _u(g, 0.75, 1.15, n),
-        _u(g, 0.7, 1.1, n),
-        _u(g, 2.0, 10.0, n),
-        _u(g, 0.0, math.pi, n),
-        _u(g, 0.0, 2 * math.pi, n),
-        _u(g, 0.004, 0.03, n),
-        _u(g, 0.92, 1.08, n),
-        _u(g, 0.9, 1.1, n),
-    ], dim=1)
+    background = _draw_columns(g, n, (  # the columns of BACKGROUND_FIELDS
+        ("i", 4), ("i", len(BACKGROUND_PHOTOS)), ("u", 0.35, 1.0), ("u", 0.0, 1.0), ("u", 0.0, 1.0), ("b", 0.5),
+        ("n", 1.0, 0.12), ("n", 1.0, 0.12), ("n", 1.0, 0.12), ("u", 0.75, 1.15), ("u", 0.7, 1.1), ("u", 2.0, 10.0),
+        ("u", 0.0, math.pi), ("u", 0.0, 2 * math.pi), ("u", 0.004, 0.03), ("u", 0.92, 1.08), ("u", 0.9, 1.1),
+    ))
     h1 = _u(g, 0, 1, n)
-    if cartoon:
-        bg_colors = torch.stack([_hsv(h1, _u(g, 0.25, 0.75, n), _u(g, 0.6, 1.0, n)),
-                                 _hsv(h1 + _u(g, 0.15, 0.85, n), _u(g, 0.25, 0.75, n), _u(g, 0.55, 1.0, n))], 1)
-    else:
-        bg_colors = torch.stack([_hsv(h1, _u(g, 0.05, 0.4, n), _u(g, 0.3, 0.8, n)),
-                                 _hsv(h1 + _u(g, 0.15, 0.85, n), _u(g, 0.05, 0.4, n), _u(g, 0.3, 0.8, n))], 1)
+    sat, val1, val2 = ((0.25, 0.75), (0.6, 1.0), (0.55, 1.0)) if cartoon else ((0.05, 0.4), (0.3, 0.8), (0.3, 0.8))
+    bg_colors = torch.stack([_hsv(h1, _u(g, *sat, n), _u(g, *val1, n)),
+                             _hsv(h1 + _u(g, 0.15, 0.85, n), _u(g, *sat, n), _u(g, *val2, n))], 1)
     grid = torch.rand(n, 3, _GRID, _GRID, generator=g)
     occ = []
     for p in (0.25, 0.1):
@@ -567,18 +506,10 @@ def _draw_scene(n: int, g: torch.Generator, style: str) -> dict[str, torch.Tenso
         else:
             c1 = _hsv(_u(g, 0.0, 0.2, n), _u(g, 0.1, 0.6, n), _u(g, 0.2, 0.8, n))
             c2 = c1 * _u(g, 0.5, 0.8, n)[:, None]
-        occ.append(torch.cat([torch.stack([
-            _bern(g, p, n),
-            torch.randint(0, len(MPII_JOINTS), (n,), generator=g).float(),
-            _nrm(g, 0.0, 0.08, n),
-            _nrm(g, 0.0, 0.08, n),
-            _u(g, 0.04, 0.2, n),
-            _u(g, 0.04, 0.25, n),
-            _nrm(g, 0.0, 0.3, n),
-            _u(g, 0.0, 1.0, n),
-            _bern(g, 0.7 if cartoon else 0.35, n),
-            _u(g, 0.03, 0.08, n),
-        ], dim=1), c1, c2], dim=1))
+        occ.append(torch.cat([_draw_columns(g, n, (  # OCCLUDER_FIELDS up to "period", then the two colours
+            ("b", p), ("i", len(MPII_JOINTS)), ("n", 0.0, 0.08), ("n", 0.0, 0.08), ("u", 0.04, 0.2), ("u", 0.04, 0.25),
+            ("n", 0.0, 0.3), ("u", 0.0, 1.0), ("b", 0.7 if cartoon else 0.35), ("u", 0.03, 0.08),
+        )), c1, c2], dim=1))
     occluders = torch.stack(occ, dim=1)
     noise_seed = torch.randint(0, 2**31 - 1, (n,), generator=g)
     return {"pose_class": pose_class, "angles": angles, "view": view, "background": background,
@@ -586,13 +517,8 @@ def _draw_scene(n: int, g: torch.Generator, style: str) -> dict[str, torch.Tenso
             "noise_seed": noise_seed}
 
 
-def sample_pose_params(
-    n: int,
-    *,
-    generator: torch.Generator,
-    style: Style,
-    identity: torch.Tensor | None = None,
-) -> PoseParams:
+def sample_pose_params(n: int, *, generator: torch.Generator, style: Style,
+                       identity: torch.Tensor | None = None) -> PoseParams:
     """Draw parameters of ``n`` figures.
 
     Args:
@@ -625,14 +551,8 @@ def sample_pose_params(
     return PoseParams(style=style, identity=ident, **traits, **scene)
 
 
-def synthpose_params(
-    *,
-    split: Split = "private",
-    n: int = 2048,
-    seed: int = 0,
-    start: int = 0,
-    n_identities: int | None = None,
-) -> PoseParams:
+def synthpose_params(*, split: Split = "private", n: int = 2048, seed: int = 0, start: int = 0,
+                     n_identities: int | None = None) -> PoseParams:
     """Parameters of samples ``start .. start + n - 1`` of a synthpose split, without rendering.
 
     Sample ``i`` depends only on ``(split, seed, i, n_identities)``.  Identities are assigned
@@ -664,10 +584,9 @@ def synthpose_params(
         scenes.append(_draw_scene(BLOCK_SIZE, g, style))
     offset = start - first * BLOCK_SIZE
     scene = {k: torch.cat([s[k] for s in scenes])[offset:offset + n] for k in scenes[0]}
-    index = torch.arange(start, start + n, dtype=torch.long)
-    identity = index % n_id + (PUBLIC_IDENTITY_OFFSET if split == "public" else 0)
-    traits = identity_traits(identity, style=style)
-    return PoseParams(style=style, identity=identity, **traits, **scene)
+    offset_id = PUBLIC_IDENTITY_OFFSET if split == "public" else 0
+    identity = torch.arange(start, start + n, dtype=torch.long) % n_id + offset_id
+    return PoseParams(style=style, identity=identity, **identity_traits(identity, style=style), **scene)
 
 
 # --------------------------------------------------------------------------------------------
@@ -691,69 +610,58 @@ def _rot(axis: str, a: torch.Tensor) -> torch.Tensor:
     return torch.stack(m, dim=-1).view(*a.shape, 3, 3)
 
 
+def _pair(centre: torch.Tensor, offset: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The two points ``centre -+ offset`` (right/first, left/second)."""
+    return centre - offset, centre + offset
+
+
 def _skeleton(body: torch.Tensor, clothing: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
     """3-D points (n, 30, 3) in body units: x = image right, y = up, z = towards the camera."""
     b = {k: body[:, i, None] for k, i in _B.items()}
     ang = {k: angles[:, i] for k, i in _A.items()}
     n = body.shape[0]
     pts: dict[str, torch.Tensor] = {}
-    pelvis = torch.zeros(n, 3, dtype=body.dtype, device=body.device)
+    pts["pelvis"] = pelvis = torch.zeros(n, 3, dtype=body.dtype, device=body.device)
     P = _rot("y", ang["yaw"])
-    pts["pelvis"] = pelvis
-    pts["r_hip"] = pelvis - b["hip_width"] * P[..., 0]
-    pts["l_hip"] = pelvis + b["hip_width"] * P[..., 0]
+    pts["r_hip"], pts["l_hip"] = _pair(pelvis, b["hip_width"] * P[..., 0])
     T = P @ _rot("y", ang["torso_twist"]) @ _rot("x", ang["torso_bend"]) @ _rot("z", ang["torso_lean"])
-    thorax = pelvis + b["torso"] * T[..., 1]
-    pts["thorax"] = thorax
-    pts["r_shoulder"] = thorax - b["shoulder_width"] * T[..., 0]
-    pts["l_shoulder"] = thorax + b["shoulder_width"] * T[..., 0]
+    pts["thorax"] = thorax = pelvis + b["torso"] * T[..., 1]
+    pts["r_shoulder"], pts["l_shoulder"] = _pair(thorax, b["shoulder_width"] * T[..., 0])
     N = T @ _rot("x", ang["neck_pitch"]) @ _rot("z", ang["neck_roll"])
-    neck = thorax + b["neck"] * N[..., 1]
-    pts["upper_neck"] = neck
+    pts["upper_neck"] = neck = thorax + b["neck"] * N[..., 1]
     H = N @ _rot("y", ang["head_yaw"])
     up, fwd, side = H[..., 1], H[..., 2], H[..., 0]
     h = b["head"]
     pts["head_top"] = neck + h * up
     hc = neck + 0.5 * h * up + 0.06 * h * fwd
-    pts["head_a"] = hc - 0.1 * h * up
-    pts["head_b"] = hc + 0.1 * h * up
+    pts["head_a"], pts["head_b"] = _pair(hc, 0.1 * h * up)
     long_hair = (clothing[:, _K["hair_style"]] == 2).to(body.dtype)[:, None]
     pts["hair_a"] = hc + 0.12 * h * up - 0.13 * h * fwd
     pts["hair_b"] = pts["hair_a"] + long_hair * (-0.75 * h * up - 0.12 * h * fwd)
-    pts["beard_a"] = hc - 0.24 * h * up + 0.16 * h * fwd - 0.13 * h * side
-    pts["beard_b"] = hc - 0.24 * h * up + 0.16 * h * fwd + 0.13 * h * side
-    es = b["eye_spacing"] * h
-    pts["r_eye"] = hc + 0.05 * h * up + 0.33 * h * fwd - es * side
-    pts["l_eye"] = hc + 0.05 * h * up + 0.33 * h * fwd + es * side
-    mw = b["mouth_width"] * h
-    pts["mouth_a"] = hc - 0.2 * h * up + 0.31 * h * fwd - mw * side
-    pts["mouth_b"] = hc - 0.2 * h * up + 0.31 * h * fwd + mw * side
+    pts["beard_a"], pts["beard_b"] = _pair(hc - 0.24 * h * up + 0.16 * h * fwd, 0.13 * h * side)
+    pts["r_eye"], pts["l_eye"] = _pair(hc + 0.05 * h * up + 0.33 * h * fwd, b["eye_spacing"] * h * side)
+    pts["mouth_a"], pts["mouth_b"] = _pair(hc - 0.2 * h * up + 0.31 * h * fwd, b["mouth_width"] * h * side)
     for s, sign in (("r", -1.0), ("l", 1.0)):
         TH = P @ _rot("z", sign * ang[f"{s}_hip_abduct"]) @ _rot("x", -ang[f"{s}_hip_flex"])
-        knee = pts[f"{s}_hip"] - b["thigh"] * TH[..., 1]
+        pts[f"{s}_knee"] = knee = pts[f"{s}_hip"] - b["thigh"] * TH[..., 1]
         SH = TH @ _rot("x", ang[f"{s}_knee"])
-        ankle = knee - b["shin"] * SH[..., 1]
-        foot_dir = F.normalize(SH[..., 2] - 0.3 * SH[..., 1], dim=-1)
-        pts[f"{s}_knee"], pts[f"{s}_ankle"] = knee, ankle
-        pts[f"{s}_toe"] = ankle + b["foot"] * foot_dir
+        pts[f"{s}_ankle"] = ankle = knee - b["shin"] * SH[..., 1]
+        pts[f"{s}_toe"] = ankle + b["foot"] * F.normalize(SH[..., 2] - 0.3 * SH[..., 1], dim=-1)
         AR = (T @ _rot("z", sign * ang[f"{s}_shoulder_abduct"]) @ _rot("x", -ang[f"{s}_shoulder_flex"])
               @ _rot("y", -sign * ang[f"{s}_arm_twist"]))
-        elbow = pts[f"{s}_shoulder"] - b["upper_arm"] * AR[..., 1]
+        pts[f"{s}_elbow"] = elbow = pts[f"{s}_shoulder"] - b["upper_arm"] * AR[..., 1]
         FA = AR @ _rot("x", -ang[f"{s}_elbow"])
-        wrist = elbow - b["forearm"] * FA[..., 1]
-        pts[f"{s}_elbow"], pts[f"{s}_wrist"] = elbow, wrist
+        pts[f"{s}_wrist"] = wrist = elbow - b["forearm"] * FA[..., 1]
         pts[f"{s}_hand"] = wrist - b["hand"] * FA[..., 1]
-    order = sorted(_PT, key=_PT.get)
-    return torch.stack([pts[k] for k in order], dim=1)
+    return torch.stack([pts[k] for k in sorted(_PT, key=_PT.get)], dim=1)
 
 
-# Capsules: (point a, point b, radius a, radius b) with radii as (body field or None, factor, girth?).
-# Radius = factor * (girth if scaled) [* head * head_width for head features].
+# Capsules: (point a, point b, radius a, radius b, scale), in body units the radii are multiplied by the scale:
+# "girth", "none" (1), "head", "head_width" (head * head_width), "hair" (head * hair_volume), "eye" (head * eye_size).
 _CAPSULES: tuple[tuple[str, str, float, float, str], ...] = (
     # torso (part 0): spine first (main capsule), flanks, shoulder girdle
     ("pelvis", "thorax", 0.075, 0.085, "girth"),
-    ("r_shoulder", "r_hip", 0.045, 0.05, "girth"),
-    ("l_shoulder", "l_hip", 0.045, 0.05, "girth"),
+    ("r_shoulder", "r_hip", 0.045, 0.05, "girth"), ("l_shoulder", "l_hip", 0.045, 0.05, "girth"),
     ("r_shoulder", "l_shoulder", 0.045, 0.045, "girth"),
     # hips (part 1)
     ("r_hip", "l_hip", 0.065, 0.065, "girth"),
@@ -763,10 +671,8 @@ _CAPSULES: tuple[tuple[str, str, float, float, str], ...] = (
     ("r_shoulder", "r_elbow", 0.038, 0.032, "girth"), ("l_shoulder", "l_elbow", 0.038, 0.032, "girth"),
     ("r_elbow", "r_wrist", 0.031, 0.024, "girth"), ("l_elbow", "l_wrist", 0.031, 0.024, "girth"),
     ("r_wrist", "r_hand", 0.026, 0.023, "none"), ("l_wrist", "l_hand", 0.026, 0.023, "none"),
-    ("thorax", "upper_neck", 0.032, 0.03, "girth"),
-    ("head_a", "head_b", 0.40, 0.40, "head_width"),
-    ("hair_a", "hair_b", 0.42, 0.30, "hair"),
-    ("beard_a", "beard_b", 0.16, 0.16, "head"),
+    ("thorax", "upper_neck", 0.032, 0.03, "girth"), ("head_a", "head_b", 0.40, 0.40, "head_width"),
+    ("hair_a", "hair_b", 0.42, 0.30, "hair"), ("beard_a", "beard_b", 0.16, 0.16, "head"),
     ("r_eye", "r_eye", 0.055, 0.055, "eye"), ("l_eye", "l_eye", 0.055, 0.055, "eye"),
     ("mouth_a", "mouth_b", 0.03, 0.03, "head"),
 )
@@ -781,12 +687,9 @@ _PARTS: tuple[tuple[str, tuple[int, ...], str, str, float], ...] = (
     ("r_upper_arm", (11,), "shirt", "shirt", 0.01), ("l_upper_arm", (12,), "shirt", "shirt", 0.01),
     ("r_forearm", (13,), "shirt", "shirt", 0.01), ("l_forearm", (14,), "shirt", "shirt", 0.01),
     ("r_hand", (15,), "skin", "", 0.015), ("l_hand", (16,), "skin", "", 0.015),
-    ("neck", (17,), "skin", "", -0.03),
-    ("head", (18,), "skin", "", 0.0),
-    ("hair", (19,), "hair", "", 0.0),
-    ("beard", (20,), "hair", "", 0.0),
-    ("r_eye", (21,), "eyes", "", 0.0), ("l_eye", (22,), "eyes", "", 0.0),
-    ("mouth", (23,), "lips", "", 0.0),
+    ("neck", (17,), "skin", "", -0.03), ("head", (18,), "skin", "", 0.0),
+    ("hair", (19,), "hair", "", 0.0), ("beard", (20,), "hair", "", 0.0),
+    ("r_eye", (21,), "eyes", "", 0.0), ("l_eye", (22,), "eyes", "", 0.0), ("mouth", (23,), "lips", "", 0.0),
 )
 _PART = {p[0]: i for i, p in enumerate(_PARTS)}
 _CAP_A = torch.tensor([_PT[c[0]] for c in _CAPSULES])
@@ -798,22 +701,9 @@ _NO_OUTLINE = ("r_eye", "l_eye", "mouth", "beard")
 def _capsule_radii(body: torch.Tensor, clothing: torch.Tensor) -> torch.Tensor:
     """(n, n_capsules, 2) radii in body units."""
     b = {k: body[:, i] for k, i in _B.items()}
-    out = []
-    for _, _, ra, rb, scale in _CAPSULES:
-        if scale == "girth":
-            f = b["girth"]
-        elif scale == "none":
-            f = torch.ones_like(b["girth"])
-        elif scale == "head_width":
-            f = b["head"] * b["head_width"]
-        elif scale == "hair":
-            f = b["head"] * clothing[:, _K["hair_volume"]]
-        elif scale == "eye":
-            f = b["head"] * b["eye_size"]
-        else:  # head
-            f = b["head"]
-        out.append(torch.stack([ra * f, rb * f], dim=-1))
-    return torch.stack(out, dim=1)
+    factor = {"girth": b["girth"], "none": torch.ones_like(b["girth"]), "head_width": b["head"] * b["head_width"],
+              "hair": b["head"] * clothing[:, _K["hair_volume"]], "eye": b["head"] * b["eye_size"], "head": b["head"]}
+    return torch.stack([torch.stack([ra * factor[k], rb * factor[k]], dim=-1) for _, _, ra, rb, k in _CAPSULES], dim=1)
 
 
 def _joint_exclusions() -> torch.Tensor:
@@ -895,9 +785,8 @@ def _photo_backgrounds(bg: torch.Tensor, size: int) -> torch.Tensor:
                              padding_mode="border", align_corners=False)
         if crop.shape[1] == 1:
             crop = crop.expand(-1, 3, -1, -1)
-        gains = p[:, _G["gain_r"]:_G["gain_b"] + 1]
-        strength = 1.0 if grey[k] else 0.35
-        gains = 1.0 + strength * (gains - 1.0)
+        strength = 1.0 if grey[k] else 0.35  # of the colour jitter
+        gains = 1.0 + strength * (p[:, _G["gain_r"]:_G["gain_b"] + 1] - 1.0)
         gains = gains / gains.mean(dim=1, keepdim=True)
         out[sel] = crop * gains[:, :, None, None]
     mean = out.mean(dim=(1, 2, 3), keepdim=True)
@@ -974,8 +863,9 @@ def _box_sdf(x: torch.Tensor, y: torch.Tensor, occ: torch.Tensor, ppu: torch.Ten
     return outside + torch.maximum(qx, qy).clamp_max(0) - rnd, lu, lv
 
 
-def _window(lo: torch.Tensor, hi: torch.Tensor, size: int) -> tuple[torch.Tensor, torch.Tensor, int, int]:
-    """Pixel window (x0, y0, wx, wy) per row covering the boxes [lo, hi] (n, 2), clipped to the image.
+def _window(lo: torch.Tensor, hi: torch.Tensor, size: int) -> tuple[torch.Tensor, ...]:
+    """Pixel window per row covering the boxes [lo, hi] (n, 2), clipped to the image: its origin (x0, y0) and
+    its pixel coordinates xs (n, wx), ys (n, wy) as float32.
 
     The window size is shared by the batch (its largest box); the origin is per row.
     """
@@ -984,7 +874,8 @@ def _window(lo: torch.Tensor, hi: torch.Tensor, size: int) -> tuple[torch.Tensor
     wx, wy = int(ext[0]), int(ext[1])
     x0 = lo_f[:, 0].clamp(0, size - wx).long()
     y0 = lo_f[:, 1].clamp(0, size - wy).long()
-    return x0, y0, wx, wy
+    ar = torch.arange(max(wx, wy), device=lo.device)
+    return x0, y0, (x0[:, None] + ar[:wx]).to(torch.float32), (y0[:, None] + ar[:wy]).to(torch.float32)
 
 
 def _blend(img: torch.Tensor, sel: torch.Tensor, x0: torch.Tensor, y0: torch.Tensor,
@@ -1081,16 +972,14 @@ def _clothing_pattern(f: _Figures, name: str, pattern: str, t: torch.Tensor, len
 def _part_layer(f: _Figures, pi: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Body part ``pi`` drawn on a window around it: (x0, y0, premultiplied colour, coverage)."""
     name, caps, field, pattern, _bias = _PARTS[pi]
-    p, device, dtype = f.p, f.p.identity.device, torch.float32
+    p = f.p
     ow = 0.0 if name in _NO_OUTLINE else f.line
     ca, cb, r = f.a2[:, list(caps)], f.b2[:, list(caps)], f.radii[:, list(caps)]      # (n, k, 2)
     rmax = r.amax(-1, keepdim=True)
     margin = ow + 8 * f.soft + 0.5
     lo = (torch.minimum(ca, cb) - rmax).amin(1) - margin
     hi = (torch.maximum(ca, cb) + rmax).amax(1) + margin
-    x0, y0, wx, wy = _window(lo, hi, f.size)
-    xs = (x0[:, None] + torch.arange(wx, device=device)).to(dtype)
-    ys = (y0[:, None] + torch.arange(wy, device=device)).to(dtype)
+    x0, y0, xs, ys = _window(lo, hi, f.size)
     ax, ay = ca[..., 0, None, None], ca[..., 1, None, None]
     bax, bay = cb[..., 0, None, None] - ax, cb[..., 1, None, None] - ay
     len2 = (bax * bax + bay * bay).clamp_min(1e-6)
@@ -1147,7 +1036,7 @@ def _paint_parts(img: torch.Tensor, f: _Figures) -> None:
 
 def _paint_occluders(img: torch.Tensor, f: _Figures, kp: torch.Tensor) -> torch.Tensor:
     """Draw the occluder objects (always in front of the figure) in place; returns (n, 16) joints they cover."""
-    p, n, device, dtype = f.p, len(f.p), img.device, torch.float32
+    p, n, device = f.p, len(f.p), img.device
     soft, line, ppu = f.soft, f.line, f.ppu
     occluded = torch.zeros(n, 16, dtype=torch.bool, device=device)
     for k in range(N_OCCLUDERS):
@@ -1161,9 +1050,7 @@ def _paint_occluders(img: torch.Tensor, f: _Figures, kp: torch.Tensor) -> torch.
             continue
         o, c_px, s_ppu = occ[sel], centre_px[sel], ppu[sel]
         reach = torch.hypot(o[:, _O["half_w"]], o[:, _O["half_h"]]) * s_ppu + line + 8 * soft + 0.5
-        x0, y0, wx, wy = _window(c_px - reach[:, None], c_px + reach[:, None], f.size)
-        xs = (x0[:, None] + torch.arange(wx, device=device)).to(dtype)
-        ys = (y0[:, None] + torch.arange(wy, device=device)).to(dtype)
+        x0, y0, xs, ys = _window(c_px - reach[:, None], c_px + reach[:, None], f.size)
         osdf, lu, lv = _box_sdf(xs[:, None, :], ys[:, :, None], o, s_ppu, c_px)
         inside = _box_mask(xs, ys, c_px - reach[:, None], c_px + reach[:, None])
         ofill = torch.sigmoid(osdf / -soft) * inside
@@ -1208,8 +1095,7 @@ def _joint_visibility(f: _Figures, kp: torch.Tensor, occluded: torch.Tensor) -> 
     za, zb = f.depth[:, _CAP_A.to(device)][:, None], f.depth[:, _CAP_B.to(device)][:, None]
     zc = za + tt * (zb - za)
     cap_on = f.enabled[:, _CAP_PART.to(device)]
-    hidden = ((dd < 0.8 * rr) & (zc > jz[..., None] + 0.02) & ~_JOINT_EXCLUDE.to(device)[None]
-              & (cap_on[:, None] > 0))
+    hidden = (dd < 0.8 * rr) & (zc > jz[..., None] + 0.02) & ~_JOINT_EXCLUDE.to(device)[None] & (cap_on[:, None] > 0)
     return in_frame & ~occluded & ~hidden.any(-1)
 
 
@@ -1248,13 +1134,8 @@ def _chunk_size(size: int, device: torch.device) -> int:
     return max(1, budget // (size * size))
 
 
-def render_pose(
-    params: PoseParams,
-    *,
-    size: int = 64,
-    device: str | torch.device | None = None,
-    style: Style | None = None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+def render_pose(params: PoseParams, *, size: int = 64, device: str | torch.device | None = None,
+                style: Style | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Render figures as images with keypoints, visibility flags and head boxes.
 
     Args:
@@ -1280,21 +1161,13 @@ def render_pose(
     height = params.body[:, [_B["shin"], _B["thigh"], _B["torso"], _B["neck"], _B["head"]]].sum(1)
     by_scale = torch.argsort(params.view[:, _V["scale"]] / height)
     outs = [_render_chunk(params[by_scale[i:i + step]], size, style) for i in range(0, len(params), step)]
-    inverse = torch.empty_like(by_scale)
-    inverse[by_scale] = torch.arange(len(params), device=by_scale.device)
+    inverse = torch.argsort(by_scale)  # the inverse permutation
     return tuple(torch.cat([o[k] for o in outs])[inverse] for k in range(4))  # type: ignore[return-value]
 
 
-def load_synthpose(
-    *,
-    split: Split = "private",
-    n: int = 2048,
-    seed: int = 0,
-    size: int = 64,
-    device: str | torch.device | None = None,
-    n_identities: int | None = None,
-    start: int = 0,
-) -> PoseSet:
+def load_synthpose(*, split: Split = "private", n: int = 2048, seed: int = 0, size: int = 64,
+                   device: str | torch.device | None = None, n_identities: int | None = None,
+                   start: int = 0) -> PoseSet:
     """Procedural pose dataset with exact MPII keypoints (privkit's stand-in for MPII).
 
     Args:
@@ -1321,18 +1194,11 @@ def load_synthpose(
     images, keypoints, visible, head_box = render_pose(params, size=size, device=dev, style=style)
     counts = torch.bincount(params.pose_class, minlength=len(POSE_CLASSES)).tolist()
     meta = {
-        "generator": "privkit.data.pose.load_synthpose",
-        "split": split,
-        "style": style,
-        "seed": seed,
-        "start": start,
-        "size": size,
-        "n_identities": DEFAULT_N_IDENTITIES if n_identities is None else int(n_identities),
+        "generator": "privkit.data.pose.load_synthpose", "split": split, "style": style, "seed": seed, "start": start,
+        "size": size, "n_identities": DEFAULT_N_IDENTITIES if n_identities is None else int(n_identities),
         "identity_offset": PUBLIC_IDENTITY_OFFSET if split == "public" else 0,
-        "pose_class_counts": dict(zip(POSE_CLASSES, counts)),
-        "visible_fraction": float(visible.float().mean()),
-        "joints": MPII_JOINTS,
-        "backgrounds": BACKGROUND_PHOTOS if style == "photo" else "procedural",
+        "pose_class_counts": dict(zip(POSE_CLASSES, counts)), "visible_fraction": float(visible.float().mean()),
+        "joints": MPII_JOINTS, "backgrounds": BACKGROUND_PHOTOS if style == "photo" else "procedural",
         "note": "procedural figures; keypoints exact; not MPII data",
     }
     return PoseSet(images=images, keypoints=keypoints, visible=visible, head_box=head_box,

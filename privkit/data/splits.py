@@ -33,9 +33,7 @@ SPLITS: tuple[str, ...] = ("all",) + SPLIT_PARTS
 DEFAULT_FRACTIONS: tuple[float, float, float] = (0.6, 0.2, 0.2)
 
 
-def _part_counts(
-    n: int, fractions: Sequence[float] | None, counts: Sequence[int] | None
-) -> tuple[int, int, int]:
+def _part_counts(n: int, fractions: Sequence[float] | None, counts: Sequence[int] | None) -> tuple[int, int, int]:
     """Number of identities in train/val/test."""
     if fractions is not None and counts is not None:
         raise InvalidArgumentError("give either fractions or counts, not both")
@@ -68,18 +66,12 @@ def _part_counts(
         if v > 0 and k == 0:
             raise InsufficientDataError(
                 f"fractions: the {name!r} part (fraction {v:g}) gets no identity out of {n}; "
-                "use more identities or larger fractions"
-            )
+                "use more identities or larger fractions")
     return c[0], c[1], c[2]
 
 
-def identity_splits(
-    identity: torch.Tensor,
-    *,
-    fractions: Sequence[float] | None = None,
-    counts: Sequence[int] | None = None,
-    seed: int = 0,
-) -> dict[str, torch.Tensor]:
+def identity_splits(identity: torch.Tensor, *, fractions: Sequence[float] | None = None,
+                    counts: Sequence[int] | None = None, seed: int = 0) -> dict[str, torch.Tensor]:
     """Split the distinct identities into disjoint train / val / test sets.
 
     Args:
@@ -117,15 +109,8 @@ def identity_splits(
     return out
 
 
-def split_faceset(
-    faceset: FaceSet,
-    split: str,
-    *,
-    seed: int = 0,
-    fractions: Sequence[float] | None = None,
-    counts: Sequence[int] | None = None,
-    relabel: bool = False,
-) -> FaceSet:
+def split_faceset(faceset: FaceSet, split: str, *, seed: int = 0, fractions: Sequence[float] | None = None,
+                  counts: Sequence[int] | None = None, relabel: bool = False) -> FaceSet:
     """The images of one identity split of a :class:`FaceSet`.
 
     Args:

@@ -35,6 +35,7 @@ it (antialiasing).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 
@@ -57,20 +58,9 @@ from .faces import (
 from .types import FaceSet
 
 __all__ = [
-    "HAIR_COLOURS",
-    "HAIR_STYLES",
-    "EYE_COLOURS",
-    "FACIAL_HAIR",
-    "IDENTITY_PARAM_KEYS",
-    "NUISANCE_PARAM_KEYS",
-    "IDENTITY_ATTRIBUTES",
-    "IMAGE_ATTRIBUTES",
-    "sample_identity_params",
-    "sample_nuisance_params",
-    "index_params",
-    "synthface_attributes",
-    "render_synthfaces",
-    "load_synthfaces",
+    "HAIR_COLOURS", "HAIR_STYLES", "EYE_COLOURS", "FACIAL_HAIR", "IDENTITY_PARAM_KEYS", "NUISANCE_PARAM_KEYS",
+    "IDENTITY_ATTRIBUTES", "IMAGE_ATTRIBUTES", "sample_identity_params", "sample_nuisance_params", "index_params",
+    "synthface_attributes", "render_synthfaces", "load_synthfaces",
 ]
 
 HAIR_COLOURS: tuple[str, ...] = ("black", "dark_brown", "brown", "blond", "auburn", "grey")
@@ -112,6 +102,12 @@ def _categorical(g: torch.Generator, n: int, probs: tuple[float, ...]) -> torch.
     return torch.multinomial(torch.tensor(probs, dtype=torch.float64), n, replacement=True, generator=g)
 
 
+def _draw_uniform(p: dict[str, torch.Tensor], u: Callable[..., torch.Tensor], **ranges: tuple) -> None:
+    """Set ``p[key] = u(lo, hi, *shape)`` for each ``key=(lo, hi, *shape)``, drawn in the order given."""
+    for key, rng in ranges.items():
+        p[key] = u(*rng)
+
+
 def _check_generator(generator: torch.Generator) -> None:
     if not isinstance(generator, torch.Generator):
         raise InvalidArgumentError(f"generator must be a torch.Generator, got {type(generator).__name__}")
@@ -134,26 +130,14 @@ def sample_identity_params(n: int, *, generator: torch.Generator) -> dict[str, t
     g = generator
     u = lambda lo, hi, *s: _uniform(g, n, lo, hi, *s)  # noqa: E731
     p: dict[str, torch.Tensor] = {}
-    p["face_w"] = u(0.64, 0.88)
-    p["jaw"] = u(0.0, 1.0)
-    p["eye_y"] = u(-0.2, -0.02)
+    _draw_uniform(p, u, face_w=(0.64, 0.88), jaw=(0.0, 1.0), eye_y=(-0.2, -0.02))
     p["eye_dx"] = p["face_w"] * u(0.36, 0.52)
-    p["eye_w"] = u(0.09, 0.155)
-    p["eye_ratio"] = u(0.36, 0.66)
+    _draw_uniform(p, u, eye_w=(0.09, 0.155), eye_ratio=(0.36, 0.66))
     p["eye_colour"] = _categorical(g, n, _EYE_P)
     p["iris_rgb"] = torch.tensor(_EYE_RGB, dtype=torch.float64)[p["eye_colour"]] * u(0.8, 1.2, 1)
-    p["brow_h"] = u(0.13, 0.21)
-    p["brow_len"] = u(0.12, 0.19)
-    p["brow_thick"] = u(0.015, 0.055)
-    p["brow_arch"] = u(0.0, 0.06)
-    p["brow_tilt"] = u(-0.04, 0.05)
-    p["brow_dx"] = u(-0.02, 0.03)
-    p["nose_len"] = u(0.22, 0.40)
-    p["nose_w"] = u(0.06, 0.14)
-    p["mouth_dy"] = u(0.14, 0.23)
-    p["mouth_w"] = u(0.15, 0.30)
-    p["lip_thick"] = u(0.025, 0.07)
-    p["skin_tone"] = u(0.0, 1.0)
+    _draw_uniform(p, u, brow_h=(0.13, 0.21), brow_len=(0.12, 0.19), brow_thick=(0.015, 0.055), brow_arch=(0.0, 0.06),
+                  brow_tilt=(-0.04, 0.05), brow_dx=(-0.02, 0.03), nose_len=(0.22, 0.40), nose_w=(0.06, 0.14),
+                  mouth_dy=(0.14, 0.23), mouth_w=(0.15, 0.30), lip_thick=(0.025, 0.07), skin_tone=(0.0, 1.0))
     ramp = torch.tensor(_SKIN_RAMP, dtype=torch.float64)
     pos = p["skin_tone"] * (len(_SKIN_RAMP) - 1)
     lo = pos.floor().long().clamp(max=len(_SKIN_RAMP) - 2)
@@ -164,10 +148,8 @@ def sample_identity_params(n: int, *, generator: torch.Generator) -> dict[str, t
     p["hair_rgb"] = (torch.tensor(_HAIR_RGB, dtype=torch.float64)[p["hair_colour"]] * u(0.85, 1.15, 1)).clamp(0, 1)
     p["hair_style"] = torch.randint(len(HAIR_STYLES), (n,), generator=g)
     p["hairline"] = torch.tensor(_HAIRLINE, dtype=torch.float64)[p["hair_style"]] + u(-0.05, 0.05)
-    p["hair_curve"] = u(0.1, 0.6)
-    p["hair_part"] = u(-0.25, 0.25)
-    p["hair_phase"] = u(0.0, 2 * math.pi)
-    p["ear_size"] = u(0.8, 1.2)
+    _draw_uniform(p, u, hair_curve=(0.1, 0.6), hair_part=(-0.25, 0.25), hair_phase=(0.0, 2 * math.pi),
+                  ear_size=(0.8, 1.2))
     p["facial_hair"] = _categorical(g, n, _FACIAL_P)
     p["cheek"] = u(0.0, 0.2)
     return p
@@ -178,9 +160,8 @@ _NEUTRAL = {"face_fcr": 0.3, "smile": 0.2, "brow_raise": 0.1, "ambient": 0.5, "l
 _NEUTRAL_LIGHT = (0.0, -0.3, 0.95)
 
 
-def sample_nuisance_params(
-    n: int, *, generator: torch.Generator, scene: torch.Tensor | None = None, strength: float = 1.0
-) -> dict[str, torch.Tensor]:
+def sample_nuisance_params(n: int, *, generator: torch.Generator, scene: torch.Tensor | None = None,
+                           strength: float = 1.0) -> dict[str, torch.Tensor]:
     """Draw per-image nuisance parameters.
 
     Args:
@@ -211,12 +192,13 @@ def sample_nuisance_params(
     def shrink(x: torch.Tensor, neutral: float = 0.0) -> torch.Tensor:
         return neutral + st * (x - neutral)
 
+    def shrunk_uniform(**ranges: tuple) -> None:
+        """Like :func:`_draw_uniform`, each draw shrunk towards its neutral value (``_NEUTRAL``, else 0)."""
+        for key, rng in ranges.items():
+            p[key] = shrink(u(*rng), _NEUTRAL.get(key, 0.0))
+
     p: dict[str, torch.Tensor] = {}
-    p["face_fcr"] = shrink(u(0.08, 0.55), _NEUTRAL["face_fcr"])
-    p["pos"] = shrink(u(-1.0, 1.0, 2))
-    p["roll"] = shrink(u(-0.3, 0.3))
-    p["yaw"] = shrink(u(-0.4, 0.4))
-    p["pitch"] = shrink(u(-0.06, 0.06))
+    shrunk_uniform(face_fcr=(0.08, 0.55), pos=(-1.0, 1.0, 2), roll=(-0.3, 0.3), yaw=(-0.4, 0.4), pitch=(-0.06, 0.06))
     smiling = torch.rand(n, generator=g, dtype=torch.float64) < 0.45
     p["smile"] = shrink(torch.where(smiling, u(0.55, 1.0), u(0.0, 0.35)), _NEUTRAL["smile"])
     p["mouth_open"] = torch.where(bern(0.3) > 0, u(0.4, 1.0), torch.zeros(n, dtype=torch.float64))
@@ -228,16 +210,11 @@ def sample_nuisance_params(
     neutral_light = torch.tensor(_NEUTRAL_LIGHT, dtype=torch.float64)
     light = neutral_light + st * (light - neutral_light)
     p["light"] = light / light.norm(dim=1, keepdim=True)
-    p["ambient"] = shrink(u(0.35, 0.65), _NEUTRAL["ambient"])
-    p["light_gain"] = shrink(u(0.7, 1.25), _NEUTRAL["light_gain"])
-    p["exposure"] = shrink(u(0.8, 1.2), _NEUTRAL["exposure"])
-    p["cast"] = shrink(u(-0.08, 0.08, 3))
+    shrunk_uniform(ambient=(0.35, 0.65), light_gain=(0.7, 1.25), exposure=(0.8, 1.2), cast=(-0.08, 0.08, 3))
     p["clothing_rgb"] = u(0.05, 0.9, 3)
     p["glasses"] = bern(0.2)
     p["glasses_dark"] = (torch.rand(n, generator=g, dtype=torch.float64) < 0.25).long() * p["glasses"]
-    p["frame_rgb"] = u(0.02, 0.5, 3)
-    p["frame_thick"] = u(0.016, 0.03)
-    p["lens_size"] = u(0.9, 1.15)
+    _draw_uniform(p, u, frame_rgb=(0.02, 0.5, 3), frame_thick=(0.016, 0.03), lens_size=(0.9, 1.15))
     p["hat"] = bern(0.1)
     p["hat_rgb"] = u(0.05, 0.9, 3)
     if scene is None:
@@ -260,9 +237,8 @@ def index_params(params: dict[str, torch.Tensor], index: torch.Tensor) -> dict[s
     return {k: v[index] for k, v in params.items()}
 
 
-def synthface_attributes(
-    identity_params: dict[str, torch.Tensor], nuisance_params: dict[str, torch.Tensor]
-) -> dict[str, torch.Tensor]:
+def synthface_attributes(identity_params: dict[str, torch.Tensor],
+                         nuisance_params: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """Integer attribute labels of rendered images (per-image rows of both parameter dicts).
 
     Returns:
@@ -272,16 +248,11 @@ def synthface_attributes(
     yaw = np_["yaw"]
     bright = np_["light_gain"] * np_["exposure"]
     return {
-        "hair_colour": ip["hair_colour"].long(),
-        "hair_style": ip["hair_style"].long(),
+        "hair_colour": ip["hair_colour"].long(), "hair_style": ip["hair_style"].long(),
         "skin_tone_bucket": (ip["skin_tone"] * 4).floor().clamp(0, 3).long(),
-        "eye_colour": ip["eye_colour"].long(),
-        "facial_hair": ip["facial_hair"].long(),
-        "glasses": np_["glasses"].long(),
-        "hat": np_["hat"].long(),
-        "smiling": (np_["smile"] > 0.5).long(),
-        "mouth_open": (np_["mouth_open"] > 0).long(),
-        "brows_raised": (np_["brow_raise"] > 0.5).long(),
+        "eye_colour": ip["eye_colour"].long(), "facial_hair": ip["facial_hair"].long(),
+        "glasses": np_["glasses"].long(), "hat": np_["hat"].long(), "smiling": (np_["smile"] > 0.5).long(),
+        "mouth_open": (np_["mouth_open"] > 0).long(), "brows_raised": (np_["brow_raise"] > 0.5).long(),
         "yaw": torch.where(yaw < -0.17, 0, torch.where(yaw <= 0.17, 1, 2)).long(),
         "lighting": torch.where(bright < 0.8, 0, torch.where(bright <= 1.15, 1, 2)).long(),
         "blur": np_["blur"].long(),
@@ -534,14 +505,9 @@ def _check_params(params: dict[str, torch.Tensor], keys: tuple[str, ...], name: 
     return int(n or 0)
 
 
-def render_synthfaces(
-    identity_params: dict[str, torch.Tensor],
-    nuisance_params: dict[str, torch.Tensor],
-    *,
-    size: int = 64,
-    device: str | torch.device | None = None,
-    batch_size: int = 32,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def render_synthfaces(identity_params: dict[str, torch.Tensor], nuisance_params: dict[str, torch.Tensor], *,
+                      size: int = 64, device: str | torch.device | None = None,
+                      batch_size: int = 32) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Render faces.
 
     Args:
@@ -577,17 +543,9 @@ def render_synthfaces(
     return images, mask, boxes_from_masks(mask)
 
 
-def load_synthfaces(
-    *,
-    split: str = "all",
-    seed: int = 0,
-    n_identities: int = 1000,
-    images_per_identity: int = 8,
-    size: int = 64,
-    context_leakage: float = 0.5,
-    nuisance_strength: float = 1.0,
-    device: str | torch.device | None = None,
-) -> FaceSet:
+def load_synthfaces(*, split: str = "all", seed: int = 0, n_identities: int = 1000, images_per_identity: int = 8,
+                    size: int = 64, context_leakage: float = 0.5, nuisance_strength: float = 1.0,
+                    device: str | torch.device | None = None) -> FaceSet:
     """Generate ``synthfaces``: procedural faces with exact identities, masks, boxes, attributes and context.
 
     Args:
@@ -629,28 +587,15 @@ def load_synthfaces(
     images, mask, box = render_synthfaces(ip_rows, np_rows, size=size, device=dev)
     attrs = synthface_attributes(ip_rows, np_rows)
     meta = {
-        "seed": int(seed),
-        "split": split,
-        "split_identities": part,
+        "seed": int(seed), "split": split, "split_identities": part,
         "source": "procedural renderer privkit.data.synthfaces (backgrounds: skimage.data photo crops)",
-        "n_identities_total": n_id,
-        "images_per_identity": k,
-        "size": int(size),
-        "context_leakage": float(context_leakage),
-        "nuisance_strength": float(nuisance_strength),
-        "n_scenes": N_SCENES,
-        "identity_scene": own.tolist(),
-        "attributes_per_identity": list(IDENTITY_ATTRIBUTES),
+        "n_identities_total": n_id, "images_per_identity": k, "size": int(size),
+        "context_leakage": float(context_leakage), "nuisance_strength": float(nuisance_strength), "n_scenes": N_SCENES,
+        "identity_scene": own.tolist(), "attributes_per_identity": list(IDENTITY_ATTRIBUTES),
         "attributes_per_image": list(IMAGE_ATTRIBUTES),
         "mask": "visible face (outline minus front hair and hat); exact up to half a pixel of antialiasing",
     }
     return FaceSet(
-        images=images,
-        identity=identity[rows].to(dev),
-        box=box,
-        mask=mask,
-        context=scene[rows].to(dev),
-        attributes={name: v.to(dev) for name, v in attrs.items()},
-        name="synthfaces",
-        meta=meta,
+        images=images, identity=identity[rows].to(dev), box=box, mask=mask, context=scene[rows].to(dev),
+        attributes={name: v.to(dev) for name, v in attrs.items()}, name="synthfaces", meta=meta,
     )

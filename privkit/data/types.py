@@ -55,13 +55,8 @@ class FaceSet:
             if isinstance(value, (list, tuple)) and len(value) == len(self):
                 meta[key] = [value[int(r)] for r in rows.tolist()]
         return FaceSet(
-            images=self.images[index],
-            identity=self.identity[index],
-            box=self.box[index],
-            mask=self.mask[index],
-            context=self.context[index],
-            attributes={k: v[index] for k, v in self.attributes.items()},
-            name=self.name,
+            images=self.images[index], identity=self.identity[index], box=self.box[index], mask=self.mask[index],
+            context=self.context[index], attributes={k: v[index] for k, v in self.attributes.items()}, name=self.name,
             meta=meta,
         )
 
@@ -96,13 +91,8 @@ class PoseSet:
 
     def subset(self, index: torch.Tensor) -> "PoseSet":
         return PoseSet(
-            images=self.images[index],
-            keypoints=self.keypoints[index],
-            visible=self.visible[index],
-            head_box=self.head_box[index],
-            identity=self.identity[index],
-            name=self.name,
-            meta=dict(self.meta),
+            images=self.images[index], keypoints=self.keypoints[index], visible=self.visible[index],
+            head_box=self.head_box[index], identity=self.identity[index], name=self.name, meta=dict(self.meta),
         )
 
 
