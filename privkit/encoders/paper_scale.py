@@ -85,9 +85,8 @@ def _read_state_dict(path: Path, expected: str) -> dict[str, torch.Tensor]:
     except _read_errors() as err:
         raise WeightFileError(f"{path}: cannot read {expected} ({type(err).__name__}: {err})") from None
     if not isinstance(state, dict) or not state or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise WeightFileError(
-            f"{path}: expected {expected}, got a {type(state).__name__} that is not a dict of tensors"
-        )
+        raise WeightFileError(f"{path}: expected {expected}, got a {type(state).__name__} that is not a dict of "
+                              "tensors")
     return state
 
 
@@ -110,35 +109,30 @@ class WeightSpec:
     config_dir: bool = False
 
 
+def _dinov2_spec(arch: str) -> WeightSpec:
+    """The two DINOv2 sizes differ only by ``arch`` (``"vits14"`` or ``"vitb14"``)."""
+    return WeightSpec(
+        f"dinov2-{arch}", (f"dinov2_{arch}_pretrain.pth",),
+        f"Download dinov2_{arch}_pretrain.pth from https://dl.fbaipublicfiles.com/dinov2/dinov2_{arch}/"
+        f"dinov2_{arch}_pretrain.pth and clone https://github.com/facebookresearch/dinov2 into the folder "
+        "'dinov2' next to it (or into weights/dinov2/ to share it between DINOv2 sizes).",
+        needs_dinov2_repo=True,
+    )
+
+
 PAPER_SCALE_SPECS: dict[str, WeightSpec] = {
     "clip-vit-b16": WeightSpec(
-        "clip-vit-b16",
-        ("open_clip_model.safetensors", "open_clip_pytorch_model.bin"),
+        "clip-vit-b16", ("open_clip_model.safetensors", "open_clip_pytorch_model.bin"),
         "Download open_clip_config.json and open_clip_model.safetensors from the Hugging Face repository "
         "timm/vit_base_patch16_clip_224.openai (OpenAI CLIP ViT-B/16 in open_clip format), e.g. "
         "`huggingface-cli download timm/vit_base_patch16_clip_224.openai open_clip_config.json "
         "open_clip_model.safetensors --local-dir <folder>`.",
         config_dir=True,
     ),
-    "dinov2-vits14": WeightSpec(
-        "dinov2-vits14",
-        ("dinov2_vits14_pretrain.pth",),
-        "Download dinov2_vits14_pretrain.pth from https://dl.fbaipublicfiles.com/dinov2/dinov2_vits14/"
-        "dinov2_vits14_pretrain.pth and clone https://github.com/facebookresearch/dinov2 into the folder "
-        "'dinov2' next to it (or into weights/dinov2/ to share it between DINOv2 sizes).",
-        needs_dinov2_repo=True,
-    ),
-    "dinov2-vitb14": WeightSpec(
-        "dinov2-vitb14",
-        ("dinov2_vitb14_pretrain.pth",),
-        "Download dinov2_vitb14_pretrain.pth from https://dl.fbaipublicfiles.com/dinov2/dinov2_vitb14/"
-        "dinov2_vitb14_pretrain.pth and clone https://github.com/facebookresearch/dinov2 into the folder "
-        "'dinov2' next to it (or into weights/dinov2/ to share it between DINOv2 sizes).",
-        needs_dinov2_repo=True,
-    ),
+    "dinov2-vits14": _dinov2_spec("vits14"),
+    "dinov2-vitb14": _dinov2_spec("vitb14"),
     "sscd": WeightSpec(
-        "sscd",
-        ("sscd_disc_mixup.torchscript.pt",),
+        "sscd", ("sscd_disc_mixup.torchscript.pt",),
         "Download sscd_disc_mixup.torchscript.pt from https://dl.fbaipublicfiles.com/sscd-copy-detection/"
         "sscd_disc_mixup.torchscript.pt (facebookresearch/sscd-copy-detection).",
     ),
@@ -157,11 +151,8 @@ def weights_cache_root() -> Path:
 
 
 def _candidate_dirs(name: str, data_root: str | Path | None) -> list[Path]:
-    dirs = []
-    if data_root is not None:
-        dirs.append(Path(data_root) / "weights" / name)
-    dirs.append(weights_cache_root() / "weights" / name)
-    return dirs
+    roots = [weights_cache_root()] if data_root is None else [Path(data_root), weights_cache_root()]
+    return [r / "weights" / name for r in roots]
 
 
 def _file_in(folder: Path, spec: WeightSpec) -> Path | None:
@@ -191,9 +182,7 @@ def _missing(spec: WeightSpec, where: list[Path]) -> MissingResourceError:
     )
 
 
-def find_weights(
-    name: str, *, weights: str | Path | None = None, data_root: str | Path | None = None
-) -> Path:
+def find_weights(name: str, *, weights: str | Path | None = None, data_root: str | Path | None = None) -> Path:
     """Locate the weight file (or open_clip folder) of a paper-scale encoder.
 
     Args:
@@ -211,12 +200,7 @@ def find_weights(
     spec = PAPER_SCALE_SPECS[name]
     if weights is not None:
         w = Path(weights).expanduser()
-        if w.is_file():
-            found: Path | None = w
-        elif w.is_dir():
-            found = _file_in(w, spec)
-        else:
-            found = None
+        found = w if w.is_file() else _file_in(w, spec)  # None for a path that is neither a file nor a folder
         if found is None:
             raise _missing(spec, [w])
     else:
@@ -264,11 +248,8 @@ def preprocess_images(
     _, _, h, w = images.shape
     if resize_mode == "squash":
         out_hw = (size, size)
-    elif resize_mode == "longest":
-        s = size / max(h, w)
-        out_hw = (max(1, round(h * s)), max(1, round(w * s)))
     else:
-        s = size / min(h, w)
+        s = size / (max(h, w) if resize_mode == "longest" else min(h, w))
         out_hw = (max(1, round(h * s)), max(1, round(w * s)))
     x = images
     if out_hw != (h, w):
@@ -321,33 +302,24 @@ class GeneralImageEncoder(Encoder):
         self.description = description
 
     def _embed_batch(self, images: torch.Tensor, boxes: torch.Tensor | None) -> torch.Tensor:
-        x = preprocess_images(images, **self.preprocess)
-        out = self._forward(self.model, x)
-        if out.ndim != 2:
-            out = out.flatten(1)
-        return out
+        return self._forward(self.model, preprocess_images(images, **self.preprocess)).flatten(1)  # (B, dim)
 
 
 def _freeze(model: torch.nn.Module, device: torch.device | str) -> torch.nn.Module:
     model = model.to(device).eval()
-    for p in model.parameters():
+    for p in model.parameters():  # not model.requires_grad_, which TorchScript modules do not support
         p.requires_grad_(False)
     return model
 
 
-def _probe_dim(model: torch.nn.Module, forward_fn, side: int, device: torch.device | str) -> int:
+def _probe_dim(model: torch.nn.Module, side: int, device: torch.device | str) -> int:
     with torch.no_grad():
-        out = forward_fn(model, torch.zeros(1, 3, side, side, device=device))
+        out = model(torch.zeros(1, 3, side, side, device=device))
     return int(out.reshape(1, -1).shape[1])
 
 
-def load_clip_vit_b16(
-    *,
-    weights: str | Path | None = None,
-    data_root: str | Path | None = None,
-    device: torch.device | str = "cpu",
-    quick_gelu: bool = True,
-) -> GeneralImageEncoder:
+def load_clip_vit_b16(*, weights: str | Path | None = None, data_root: str | Path | None = None,
+                      device: torch.device | str = "cpu", quick_gelu: bool = True) -> GeneralImageEncoder:
     """CLIP ViT-B/16 image tower via open_clip (``clip-vit-b16``, 512-D).
 
     Args:
@@ -374,18 +346,12 @@ def load_clip_vit_b16(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if path.is_dir():
-                model = open_clip.create_model(
-                    f"local-dir:{path}", device="cpu", require_pretrained=True, weights_only=True
-                )
+                model = open_clip.create_model(f"local-dir:{path}", device="cpu", require_pretrained=True,
+                                               weights_only=True)
             else:
-                model = open_clip.create_model(
-                    "ViT-B-16",
-                    pretrained=str(path),
-                    device="cpu",
-                    force_quick_gelu=bool(quick_gelu),
-                    require_pretrained=True,
-                    weights_only=True,
-                )
+                model = open_clip.create_model("ViT-B-16", pretrained=str(path), device="cpu",
+                                               force_quick_gelu=bool(quick_gelu), require_pretrained=True,
+                                               weights_only=True)
     except _read_errors() as err:
         raise WeightFileError(f"{ckpt}: cannot load it as {expected} ({type(err).__name__}: {err})") from None
     visual = _freeze(model.visual, device)
@@ -401,24 +367,13 @@ def load_clip_vit_b16(
         interpolation=cfg.get("interpolation", "bicubic"),
         resize_mode=resize_mode,
     )
-    dim = int(getattr(visual, "output_dim", 0)) or _probe_dim(visual, lambda m, x: m(x), size, device)
-    enc = GeneralImageEncoder(
-        name="clip-vit-b16",
-        model=visual,
-        dim=dim,
-        preprocess=preprocess,
-        description=f"open_clip image tower from {path.name}",
-    )
-    return enc.to(device)
+    dim = int(getattr(visual, "output_dim", 0)) or _probe_dim(visual, size, device)
+    return GeneralImageEncoder(name="clip-vit-b16", model=visual, dim=dim, preprocess=preprocess,
+                               description=f"open_clip image tower from {path.name}").to(device)
 
 
-def load_dinov2(
-    arch: str,
-    *,
-    weights: str | Path | None = None,
-    data_root: str | Path | None = None,
-    device: torch.device | str = "cpu",
-) -> GeneralImageEncoder:
+def load_dinov2(arch: str, *, weights: str | Path | None = None, data_root: str | Path | None = None,
+                device: torch.device | str = "cpu") -> GeneralImageEncoder:
     """DINOv2 ViT-S/14 or ViT-B/14 (``dinov2-vits14`` 384-D, ``dinov2-vitb14`` 768-D), class token output.
 
     The network is built by the local facebookresearch/dinov2 checkout's ``hubconf.py`` with
@@ -455,23 +410,13 @@ def load_dinov2(
         ) from None
     model = _freeze(model, device)
     preprocess = dict(size=256, crop=224, mean=IMAGENET_MEAN, std=IMAGENET_STD, interpolation="bicubic")
-    dim = int(getattr(model, "embed_dim", 0)) or _probe_dim(model, lambda m, x: m(x), 224, device)
-    enc = GeneralImageEncoder(
-        name=name,
-        model=model,
-        dim=dim,
-        preprocess=preprocess,
-        description=f"DINOv2 {arch} class token from {path.name}",
-    )
-    return enc.to(device)
+    dim = int(getattr(model, "embed_dim", 0)) or _probe_dim(model, 224, device)
+    return GeneralImageEncoder(name=name, model=model, dim=dim, preprocess=preprocess,
+                               description=f"DINOv2 {arch} class token from {path.name}").to(device)
 
 
-def load_sscd(
-    *,
-    weights: str | Path | None = None,
-    data_root: str | Path | None = None,
-    device: torch.device | str = "cpu",
-) -> GeneralImageEncoder:
+def load_sscd(*, weights: str | Path | None = None, data_root: str | Path | None = None,
+              device: torch.device | str = "cpu") -> GeneralImageEncoder:
     """SSCD copy-detection descriptor (``sscd``, 512-D for ``sscd_disc_mixup``) from its TorchScript file.
 
     Args:
@@ -501,18 +446,10 @@ def load_sscd(
         with torch.no_grad():
             out = model(torch.zeros(1, 3, 288, 288, device=device))
     except RuntimeError as err:
-        raise WeightFileError(
-            f"{path}: the module fails on a (1, 3, 288, 288) batch; expected {contract} ({err})"
-        ) from None
+        raise WeightFileError(f"{path}: the module fails on a (1, 3, 288, 288) batch; expected {contract} "
+                              f"({err})") from None
     if not isinstance(out, torch.Tensor) or out.ndim != 2 or out.shape[0] != 1:
         got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
         raise WeightFileError(f"{path}: a (1, 3, 288, 288) batch gave {got}; expected {contract}")
-    dim = int(out.shape[1])
-    enc = GeneralImageEncoder(
-        name="sscd",
-        model=model,
-        dim=dim,
-        preprocess=preprocess,
-        description=f"SSCD descriptor from {path.name}",
-    )
-    return enc.to(device)
+    return GeneralImageEncoder(name="sscd", model=model, dim=int(out.shape[1]), preprocess=preprocess,
+                               description=f"SSCD descriptor from {path.name}").to(device)

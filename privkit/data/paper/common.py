@@ -76,11 +76,9 @@ def _resolve_max_images(max_images: int | None, size: int) -> int:
 
 def _check_budget(n: int, max_images: int, what: str) -> None:
     if n > max_images:
-        raise InvalidArgumentError(
-            f"{what} selects {n} images but max_images={max_images} (the default is what fits in "
-            f"{DEFAULT_IMAGE_BUDGET_BYTES // 2**20} MiB at this size). Select fewer (n_identities, "
-            f"images_per_identity, n_samples, folds) or pass a larger max_images."
-        )
+        raise InvalidArgumentError(f"{what} selects {n} images but max_images={max_images} (the default is what fits "
+                                   f"in {DEFAULT_IMAGE_BUDGET_BYTES // 2**20} MiB at this size). Select fewer "
+                                   "(n_identities, images_per_identity, n_samples, folds) or pass a larger max_images.")
 
 
 def _generator(seed: int | torch.Generator) -> torch.Generator:
@@ -159,23 +157,21 @@ def _check_image_files(paths: Sequence[Path], what: str, how_to_get: str = "Re-e
             raise InvalidArgumentError(f"{what} image {p}: cannot be read ({exc})") from None
         kind = next(((name, least) for name, sigs, least in _IMAGE_SIGNATURES if head.startswith(sigs)), None)
         if kind is None:
-            raise InvalidArgumentError(
-                f"{what} image {p}: expected an image file ({formats}), but its {n_bytes} bytes start with "
-                f"{head[:8]!r} (truncated, corrupt or not an image)"
-            )
+            raise InvalidArgumentError(f"{what} image {p}: expected an image file ({formats}), but its {n_bytes} bytes "
+                                       f"start with {head[:8]!r} (truncated, corrupt or not an image)")
         if n_bytes < kind[1]:
-            raise InvalidArgumentError(
-                f"{what} image {p}: a complete {kind[0]} file has at least {kind[1]} bytes, this one has {n_bytes} "
-                "(truncated?)"
-            )
+            raise InvalidArgumentError(f"{what} image {p}: a complete {kind[0]} file has at least {kind[1]} bytes, "
+                                       f"this one has {n_bytes} (truncated?)")
 
 
-def _decode(path: Path, window_fn: Callable[[int, int], Window], size: int) -> tuple[np.ndarray, Window, tuple[int, int]]:
+def _decode(path: Path, window_fn: Callable[[int, int], Window], size: int
+            ) -> tuple[np.ndarray, Window, tuple[int, int]]:
     """Decode ``path``, crop ``window_fn(w, h)`` (black padding outside the image), resize to size x size."""
     from PIL import Image, UnidentifiedImageError
 
     if not path.is_file():
-        raise MissingResourceError(f"Image {path.name}", expected_at=str(path), how_to_get="Re-extract the dataset archive.")
+        raise MissingResourceError(f"Image {path.name}", expected_at=str(path),
+                                   how_to_get="Re-extract the dataset archive.")
     try:
         with Image.open(path) as im:
             im = im.convert("RGB")
@@ -187,22 +183,14 @@ def _decode(path: Path, window_fn: Callable[[int, int], Window], size: int) -> t
                 im = im.resize((size, size), Image.Resampling.BILINEAR)
             arr = np.asarray(im, dtype=np.uint8).copy()
     except (UnidentifiedImageError, OSError) as exc:
-        raise InvalidArgumentError(
-            f"cannot decode image {path}: expected a complete image file that Pillow can read, got: {exc} "
-            "(truncated or corrupt file?)"
-        ) from None
+        raise InvalidArgumentError(f"cannot decode image {path}: expected a complete image file that Pillow can read, "
+                                   f"got: {exc} (truncated or corrupt file?)") from None
     return arr, win, (w, h)
 
 
-def _decode_many(
-    paths: Sequence[Path],
-    window_fns: Sequence[Callable[[int, int], Window]],
-    size: int,
-    *,
-    num_workers: int,
-    progress: bool,
-    desc: str,
-) -> tuple[torch.Tensor, list[Window], list[tuple[int, int]]]:
+def _decode_many(paths: Sequence[Path], window_fns: Sequence[Callable[[int, int], Window]], size: int, *,
+                 num_workers: int, progress: bool, desc: str
+                 ) -> tuple[torch.Tensor, list[Window], list[tuple[int, int]]]:
     n = len(paths)
     images = torch.empty((n, 3, size, size), dtype=torch.float32)
     windows: list[Window] = [(0, 0, 0, 0)] * n
@@ -232,9 +220,8 @@ def _decode_many(
     return images, windows, sizes
 
 
-def _map_points(
-    points: torch.Tensor, windows: Sequence[Window], size: int, *, pixel_index: bool = False
-) -> torch.Tensor:
+def _map_points(points: torch.Tensor, windows: Sequence[Window], size: int, *,
+                pixel_index: bool = False) -> torch.Tensor:
     """Map (N, K, 2) source points into the same coordinates of the resized crops.
 
     ``pixel_index=False``: continuous image coordinates (pixel ``i`` spans ``[i, i + 1)``, as box edges), scaled as
@@ -291,54 +278,29 @@ def _landmark_boxes(landmarks: torch.Tensor) -> torch.Tensor:
     return torch.stack((x0, y0, x1, y1), dim=1)
 
 
-def _build_faceset(
-    paths: Sequence[Path],
-    identity_keys: Sequence[Any],
-    boxes: Sequence[Sequence[float] | None],
-    *,
-    size: int,
-    crop: str,
-    margin: float,
-    name: str,
-    meta: dict,
-    num_workers: int,
-    progress: bool,
-    attributes: Mapping[str, torch.Tensor] | None = None,
-) -> FaceSet:
+def _build_faceset(paths: Sequence[Path], identity_keys: Sequence[Any], boxes: Sequence[Sequence[float] | None], *,
+                   size: int, crop: str, margin: float, name: str, meta: dict, num_workers: int, progress: bool,
+                   attributes: Mapping[str, torch.Tensor] | None = None) -> FaceSet:
     if crop == "box":
         missing = [str(p) for p, b in zip(paths, boxes) if b is None]
         if missing:
-            raise InvalidArgumentError(
-                f"crop='box' needs a face box for every image; {len(missing)} have none (first: {missing[0]}). "
-                "Use crop='center' or 'full', or provide the dataset's box file."
-            )
+            raise InvalidArgumentError(f"crop='box' needs a face box for every image; {len(missing)} have none "
+                                       f"(first: {missing[0]}). Use crop='center' or 'full', or provide the dataset's "
+                                       "box file.")
 
     def make_fn(b):
         return lambda w, h: _face_window(w, h, crop, b, margin)
 
     _check_image_files(paths, name)
-    images, windows, sizes = _decode_many(
-        paths, [make_fn(b) for b in boxes], size, num_workers=num_workers, progress=progress, desc=name
-    )
-    src = torch.tensor(
-        [list(b) if b is not None else [0.0, 0.0, float(w), float(h)] for b, (w, h) in zip(boxes, sizes)],
-        dtype=torch.float64,
-    ).reshape(-1, 4)
+    images, windows, sizes = _decode_many(paths, [make_fn(b) for b in boxes], size, num_workers=num_workers,
+                                          progress=progress, desc=name)
+    src = torch.tensor([list(b) if b is not None else [0.0, 0.0, float(w), float(h)]
+                        for b, (w, h) in zip(boxes, sizes)], dtype=torch.float64).reshape(-1, 4)
     box = _map_boxes(src, windows, size)
     ident, names = _contiguous_ids(identity_keys)
     meta = dict(meta)
     meta.setdefault("identity_names", [str(n) for n in names])
-    meta["size"] = size
-    meta["crop"] = crop
-    meta["margin"] = margin
-    meta["source_sizes"] = [list(s) for s in sizes]
-    return FaceSet(
-        images=images,
-        identity=ident,
-        box=box,
-        mask=_box_masks(box, size),
-        context=torch.full((len(paths),), -1, dtype=torch.int64),
-        attributes=dict(attributes or {}),
-        name=name,
-        meta=meta,
-    )
+    meta.update(size=size, crop=crop, margin=margin, source_sizes=[list(s) for s in sizes])
+    return FaceSet(images=images, identity=ident, box=box, mask=_box_masks(box, size),
+                   context=torch.full((len(paths),), -1, dtype=torch.int64), attributes=dict(attributes or {}),
+                   name=name, meta=meta)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,20 +15,8 @@ import torch
 from ..._validate import check_choice, check_int, check_nonnegative, check_tensor
 from ...errors import InsufficientDataError, InvalidArgumentError, MissingResourceError
 from ..types import FaceSet
-from .common import (
-    _CROPS,
-    IMAGE_EXTENSIONS,
-    CropMode,
-    PathLike,
-    _as_root,
-    _build_faceset,
-    _check_budget,
-    _check_size,
-    _check_workers,
-    _contiguous_ids,
-    _generator,
-    _resolve_max_images,
-)
+from .common import (_CROPS, IMAGE_EXTENSIONS, CropMode, PathLike, _as_root, _build_faceset, _check_budget, _check_size,
+                     _check_workers, _contiguous_ids, _generator, _resolve_max_images)
 
 __all__ = ["IdentitySelection", "select_identities", "load_identity_folders"]
 
@@ -60,26 +48,17 @@ class IdentitySelection:
              names: Sequence[str] | None = None) -> torch.Tensor:
         """The sorted rows of ``identity`` this selection keeps (drawn by :func:`select_identities`; ``names``
         only names identities in its error messages)."""
-        return select_identities(
-            identity, min_images=self.min_images or 1, n_identities=self.n_identities,
-            images_per_identity=self.images_per_identity, seed=seed, names=names,
-        )
+        return select_identities(identity, min_images=self.min_images or 1, n_identities=self.n_identities,
+                                 images_per_identity=self.images_per_identity, seed=seed, names=names)
 
     def as_dict(self) -> dict[str, int | None]:
         """The three fields, as recorded in a loaded set's ``meta["selection"]``."""
-        return dict(min_images=self.min_images, n_identities=self.n_identities,
-                    images_per_identity=self.images_per_identity)
+        return asdict(self)
 
 
-def select_identities(
-    identity: torch.Tensor,
-    *,
-    min_images: int = 20,
-    n_identities: int | None = None,
-    images_per_identity: int | None = None,
-    seed: int | torch.Generator,
-    names: Sequence[str] | None = None,
-) -> torch.Tensor:
+def select_identities(identity: torch.Tensor, *, min_images: int = 20, n_identities: int | None = None,
+                      images_per_identity: int | None = None, seed: int | torch.Generator,
+                      names: Sequence[str] | None = None) -> torch.Tensor:
     """Choose rows for an "X-20"-style protocol (e.g. CelebA-20: identities with at least 20 images).
 
     Identities with at least ``max(min_images, images_per_identity)`` rows are eligible. If ``n_identities``
@@ -165,8 +144,18 @@ def _check_selection(selection: Any) -> IdentitySelection:
     return selection
 
 
-def _scan_identity_folders(root: Path) -> tuple[list[str], list[str]]:
-    """(relative image paths, identity folder of each), both sorted."""
+def _check_face_args(size: Any, crop: Any, margin: Any, selection: Any, num_workers: Any, max_images: Any
+                     ) -> tuple[int, str, float, IdentitySelection, int, int]:
+    """The arguments the folder-per-identity and CelebA loaders share, checked in this order; the last value returned
+    is the image cap (``max_images`` or its default)."""
+    size = _check_size(size)
+    return (size, check_choice("crop", crop, _CROPS), check_nonnegative("margin", margin), _check_selection(selection),
+            _check_workers(num_workers), _resolve_max_images(max_images, size))
+
+
+def _scan_identity_folders(root: Path, what: str, how_to_get: str) -> tuple[list[str], list[str]]:
+    """(relative image paths, identity folder of each), both sorted; a MissingResourceError(``what``, ``how_to_get``)
+    if there are none."""
     rels: list[str] = []
     owners: list[str] = []
     for d in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
@@ -174,23 +163,16 @@ def _scan_identity_folders(root: Path) -> tuple[list[str], list[str]]:
             if f.is_file() and f.suffix.lower() in IMAGE_EXTENSIONS and not f.name.startswith("."):
                 rels.append(f"{d.name}/{f.name}")
                 owners.append(d.name)
+    if not rels:
+        raise MissingResourceError(what, expected_at=str(root), how_to_get=how_to_get)
     return rels, owners
 
 
-def load_identity_folders(
-    root: PathLike,
-    *,
-    size: int = 64,
-    crop: CropMode = "center",
-    margin: float = 0.25,
-    boxes: Mapping[str, Sequence[float]] | None = None,
-    selection: IdentitySelection | None = None,
-    max_images: int | None = None,
-    seed: int | torch.Generator = 0,
-    name: str | None = None,
-    num_workers: int = 0,
-    progress: bool = False,
-) -> FaceSet:
+def load_identity_folders(root: PathLike, *, size: int = 64, crop: CropMode = "center", margin: float = 0.25,
+                          boxes: Mapping[str, Sequence[float]] | None = None,
+                          selection: IdentitySelection | None = None, max_images: int | None = None,
+                          seed: int | torch.Generator = 0, name: str | None = None, num_workers: int = 0,
+                          progress: bool = False) -> FaceSet:
     """Load a "folder per identity" image tree (``root/<identity>/<image>``), as used by VGGFace2 and LFW.
 
     Args:
@@ -217,50 +199,22 @@ def load_identity_folders(
         InvalidArgumentError, InsufficientDataError: bad arguments, too many images, too few identities.
     """
     root = _as_root(root)
-    size = _check_size(size)
-    crop = check_choice("crop", crop, _CROPS)
-    margin = check_nonnegative("margin", margin)
-    selection = _check_selection(selection)
-    num_workers = _check_workers(num_workers)
-    cap = _resolve_max_images(max_images, size)
+    size, crop, margin, selection, num_workers, cap = _check_face_args(size, crop, margin, selection, num_workers,
+                                                                      max_images)
     if not root.is_dir():
-        raise MissingResourceError(
-            "An image folder with one sub-folder per identity",
-            expected_at=str(root),
-            how_to_get="Point root at a folder laid out as root/<identity>/<image>.jpg.",
-        )
-    rels, owners = _scan_identity_folders(root)
-    if not rels:
-        raise MissingResourceError(
-            f"Images ({', '.join(IMAGE_EXTENSIONS)}) in per-identity sub-folders",
-            expected_at=str(root),
-            how_to_get="Check that the archive was fully extracted.",
-        )
-    return _load_selected_folders(
-        root, rels, owners, size=size, crop=crop, margin=margin, boxes=boxes, selection=selection, cap=cap,
-        seed=seed, name=name or root.name, num_workers=num_workers, progress=progress, meta={},
-        attributes_by_owner=None,
-    )
+        raise MissingResourceError("An image folder with one sub-folder per identity", expected_at=str(root),
+                                   how_to_get="Point root at a folder laid out as root/<identity>/<image>.jpg.")
+    rels, owners = _scan_identity_folders(root, f"Images ({', '.join(IMAGE_EXTENSIONS)}) in per-identity sub-folders",
+                                          "Check that the archive was fully extracted.")
+    return _load_selected_folders(root, rels, owners, size=size, crop=crop, margin=margin, boxes=boxes,
+                                  selection=selection, cap=cap, seed=seed, name=name or root.name,
+                                  num_workers=num_workers, progress=progress, meta={}, attributes_by_owner=None)
 
 
-def _load_selected_folders(
-    root: Path,
-    rels: list[str],
-    owners: list[str],
-    *,
-    size: int,
-    crop: str,
-    margin: float,
-    boxes: Mapping[str, Sequence[float]] | None,
-    selection: IdentitySelection,
-    cap: int,
-    seed: int | torch.Generator,
-    name: str,
-    num_workers: int,
-    progress: bool,
-    meta: dict,
-    attributes_by_owner: Mapping[str, Mapping[str, int]] | None,
-) -> FaceSet:
+def _load_selected_folders(root: Path, rels: list[str], owners: list[str], *, size: int, crop: str, margin: float,
+                           boxes: Mapping[str, Sequence[float]] | None, selection: IdentitySelection, cap: int,
+                           seed: int | torch.Generator, name: str, num_workers: int, progress: bool, meta: dict,
+                           attributes_by_owner: Mapping[str, Mapping[str, int]] | None) -> FaceSet:
     if selection.active:
         owner_ids, owner_names = _contiguous_ids(owners)
         rows = selection.rows(owner_ids, seed=seed, names=owner_names).tolist()
@@ -272,24 +226,22 @@ def _load_selected_folders(
     box_list: list[Sequence[float] | None] = [None] * len(rows)
     if boxes is not None:
         if not isinstance(boxes, Mapping):
-            raise InvalidArgumentError(f"boxes must map '<identity>/<file stem>' to xyxy boxes, got {type(boxes).__name__}")
+            raise InvalidArgumentError(f"boxes must map '<identity>/<file stem>' to xyxy boxes, got "
+                                       f"{type(boxes).__name__}")
         for k, r in enumerate(sel_rels):
             b = boxes.get(os.path.splitext(r)[0])
             if b is None:
                 continue
             v = np.asarray(b, dtype=np.float64).reshape(-1)
             if v.size != 4 or not np.isfinite(v).all() or v[2] <= v[0] or v[3] <= v[1]:
-                raise InvalidArgumentError(
-                    f"boxes[{os.path.splitext(r)[0]!r}] must be 4 finite numbers x0 < x1, y0 < y1, got {b!r}"
-                )
+                raise InvalidArgumentError(f"boxes[{os.path.splitext(r)[0]!r}] must be 4 finite numbers x0 < x1, "
+                                           f"y0 < y1, got {b!r}")
             box_list[k] = v.tolist()
     n_boxed = sum(b is not None for b in box_list)
     attributes: dict[str, torch.Tensor] = {}
-    if attributes_by_owner:
-        keys = sorted({k for v in attributes_by_owner.values() for k in v})
-        for k in keys:
-            vals = [attributes_by_owner.get(o, {}).get(k, -1) for o in sel_owners]
-            attributes[k] = torch.tensor(vals, dtype=torch.int64)
+    for k in sorted({k for v in (attributes_by_owner or {}).values() for k in v}):
+        vals = [attributes_by_owner.get(o, {}).get(k, -1) for o in sel_owners]
+        attributes[k] = torch.tensor(vals, dtype=torch.int64)
     meta = dict(meta)
     meta.update(
         source=str(root),
@@ -302,7 +254,5 @@ def _load_selected_folders(
             f"dataset boxes for {n_boxed} images, whole source image for {len(rows) - n_boxed}"
         ),
     )
-    return _build_faceset(
-        [root / r for r in sel_rels], sel_owners, box_list, size=size, crop=crop, margin=margin, name=name,
-        meta=meta, num_workers=num_workers, progress=progress, attributes=attributes,
-    )
+    return _build_faceset([root / r for r in sel_rels], sel_owners, box_list, size=size, crop=crop, margin=margin,
+                          name=name, meta=meta, num_workers=num_workers, progress=progress, attributes=attributes)

@@ -15,18 +15,8 @@ import torch
 from ..._validate import check_choice, check_int, check_nonnegative
 from ...errors import InvalidArgumentError, MissingResourceError
 from ..types import FaceSet
-from .common import (
-    PathLike,
-    _as_root,
-    _build_faceset,
-    _check_image_files,
-    _check_size,
-    _check_workers,
-    _first_existing,
-    _format_error,
-    _landmark_boxes,
-    _read_lines,
-)
+from .common import (PathLike, _as_root, _build_faceset, _check_image_files, _check_size, _check_workers,
+                     _first_existing, _format_error, _landmark_boxes, _read_lines)
 
 __all__ = ["IJBProtocol", "load_ijb"]
 
@@ -84,10 +74,8 @@ class IJBProtocol:
             return [None] * len(self.files)
         return _landmark_boxes(self.landmarks.to(torch.float64)).tolist()
 
-    def faces(
-        self, rows: torch.Tensor | Sequence[int] | None = None, *, size: int = 112, margin: float = 0.1,
-        num_workers: int = 0, progress: bool = False,
-    ) -> FaceSet:
+    def faces(self, rows: torch.Tensor | Sequence[int] | None = None, *, size: int = 112, margin: float = 0.1,
+              num_workers: int = 0, progress: bool = False) -> FaceSet:
         """Decode the images at ``rows`` (default: all; mind the memory) into a :class:`FaceSet`.
 
         The crop is a square around the landmark box enlarged by ``margin`` per side (``crop="box"``), or the whole
@@ -110,14 +98,11 @@ class IJBProtocol:
         crop = "box" if self.landmarks is not None else "full"
         paths = [self.image_dir / self.files[r] for r in idx]
         t = self.template[idx]
-        faces = _build_faceset(
-            paths, t.tolist(), boxes, size=size, crop=crop, margin=float(margin), name=f"{self.name.lower()}",
-            meta={"source": str(self.image_dir), "files": [self.files[r] for r in idx],
-                  "box_source": "five-point landmarks" if self.landmarks is not None else "whole loose crop"},
-            num_workers=num_workers, progress=progress,
-            attributes={"template": t.clone(), "media": self.media[idx].clone()},
-        )
-        return faces
+        meta = {"source": str(self.image_dir), "files": [self.files[r] for r in idx],
+                "box_source": "five-point landmarks" if self.landmarks is not None else "whole loose crop"}
+        return _build_faceset(paths, t.tolist(), boxes, size=size, crop=crop, margin=float(margin),
+                              name=f"{self.name.lower()}", meta=meta, num_workers=num_workers, progress=progress,
+                              attributes={"template": t.clone(), "media": self.media[idx].clone()})
 
     def iter_faces(self, *, batch_size: int = 1024, size: int = 112, margin: float = 0.1, num_workers: int = 0):
         """Yield ``(rows, FaceSet)`` over all images in order, ``batch_size`` at a time."""
@@ -127,11 +112,8 @@ class IJBProtocol:
             yield rows, self.faces(rows, size=size, margin=margin, num_workers=num_workers)
 
 
-def _ijb_dir(root: Path, name: str) -> Path | None:
-    return _first_existing([root / name, root / "IJB_release" / name], want_dir=True)
-
-
-def load_ijb(data_root: PathLike, *, name: Literal["IJBB", "IJBC"] = "IJBC", max_pairs: int | None = None) -> IJBProtocol:
+def load_ijb(data_root: PathLike, *, name: Literal["IJBB", "IJBC"] = "IJBC",
+             max_pairs: int | None = None) -> IJBProtocol:
     """Read IJB-B's or IJB-C's 1:1 verification protocol in InsightFace's ``IJB_release`` format.
 
     Files (``p`` = ``ijbb`` or ``ijbc``): ``DATA_ROOT/<name>/meta/p_face_tid_mid.txt`` (``image template media``
@@ -156,10 +138,10 @@ def load_ijb(data_root: PathLike, *, name: Literal["IJBB", "IJBC"] = "IJBC", max
     name = check_choice("name", name, _IJB_NAMES)
     if max_pairs is not None:
         max_pairs = check_int("max_pairs", max_pairs, minimum=1)
-    base = _ijb_dir(root, name)
+    base = _first_existing([root / name, root / "IJB_release" / name], want_dir=True)
     if base is None:
-        raise MissingResourceError(f"{name}'s evaluation folder", expected_at=f"{root / name} or {root / 'IJB_release' / name}",
-                                   how_to_get=_HOW_IJB)
+        raise MissingResourceError(f"{name}'s evaluation folder", how_to_get=_HOW_IJB,
+                                   expected_at=f"{root / name} or {root / 'IJB_release' / name}")
     p = name.lower()
     tid_file = base / "meta" / f"{p}_face_tid_mid.txt"
     pair_file = base / "meta" / f"{p}_template_pair_label.txt"
@@ -213,10 +195,8 @@ def load_ijb(data_root: PathLike, *, name: Literal["IJBB", "IJBC"] = "IJBC", max
     known = set(tmpl)
     missing = sorted({t for t in pa + pb if t not in known})
     if missing:
-        raise InvalidArgumentError(
-            f"{pair_file}: {len(missing)} template(s) of the pair list have no image in {tid_file.name} "
-            f"(first: {missing[0]})"
-        )
+        raise InvalidArgumentError(f"{pair_file}: {len(missing)} template(s) of the pair list have no image in "
+                                   f"{tid_file.name} (first: {missing[0]})")
 
     landmarks = score = None
     if lmk_file.is_file():
@@ -224,7 +204,8 @@ def load_ijb(data_root: PathLike, *, name: Literal["IJBB", "IJBC"] = "IJBC", max
         for k, line in enumerate(_read_lines(lmk_file)):
             parts = line.split()
             if len(parts) != 12:
-                raise _format_error(lmk_file, k + 1, f"expected 'image x1 y1 ... x5 y5 score' (12 fields), got {line!r}")
+                raise _format_error(lmk_file, k + 1, f"expected 'image x1 y1 ... x5 y5 score' (12 fields), "
+                                                     f"got {line!r}")
             try:
                 vals = [float(v) for v in parts[1:]]
             except ValueError:

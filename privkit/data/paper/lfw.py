@@ -13,18 +13,8 @@ import torch
 from ..._validate import check_choice, check_int
 from ...errors import InvalidArgumentError, MissingResourceError
 from ..types import FaceSet
-from .common import (
-    PathLike,
-    _as_root,
-    _build_faceset,
-    _check_budget,
-    _check_size,
-    _check_workers,
-    _first_existing,
-    _format_error,
-    _read_lines,
-    _resolve_max_images,
-)
+from .common import (PathLike, _as_root, _build_faceset, _check_budget, _check_size, _check_workers, _first_existing,
+                     _format_error, _read_lines, _resolve_max_images)
 
 __all__ = ["LFWPairs", "LFWPair", "read_lfw_pairs", "load_lfw"]
 
@@ -90,7 +80,8 @@ def read_lfw_pairs(path: PathLike) -> list[LFWPair]:
     try:
         nums = [int(x) for x in head]
     except ValueError:
-        raise _format_error(p, 1, f"expected '<folds> <pairs per class>' or '<pairs per class>', got {lines[0]!r}") from None
+        raise _format_error(p, 1, f"expected '<folds> <pairs per class>' or '<pairs per class>', "
+                                  f"got {lines[0]!r}") from None
     if len(nums) == 2:
         n_folds, n_per = nums
     elif len(nums) == 1:
@@ -123,25 +114,17 @@ def read_lfw_pairs(path: PathLike) -> list[LFWPair]:
         if rec.a[1] < 1 or rec.b[1] < 1:
             raise _format_error(p, k + 2, f"image numbers start at 1, got {line!r}")
         if matched and rec.a[1] == rec.b[1]:
-            raise _format_error(p, k + 2, f"a matched pair must name two different images of one person, got {line!r}")
+            raise _format_error(p, k + 2, f"a matched pair must name two different images of one person, "
+                                          f"got {line!r}")
         if not matched and rec.a[0] == rec.b[0]:
             raise _format_error(p, k + 2, f"a mismatched pair must name two different people, got {line!r}")
         out.append(rec)
     return out
 
 
-def load_lfw(
-    data_root: PathLike,
-    *,
-    image_dir: str = "lfw",
-    pairs_file: str = "pairs.txt",
-    folds: Sequence[int] | None = None,
-    size: int = 64,
-    crop: Literal["center", "full"] = "center",
-    max_images: int | None = None,
-    num_workers: int = 0,
-    progress: bool = False,
-) -> LFWPairs:
+def load_lfw(data_root: PathLike, *, image_dir: str = "lfw", pairs_file: str = "pairs.txt",
+             folds: Sequence[int] | None = None, size: int = 64, crop: Literal["center", "full"] = "center",
+             max_images: int | None = None, num_workers: int = 0, progress: bool = False) -> LFWPairs:
     """Load LFW's verification pairs and the images they use.
 
     Images are ``data_root/<image_dir>/<Name>/<Name>_<nnnn>.jpg`` (``image_dir`` may be ``"lfw"``,
@@ -175,17 +158,12 @@ def load_lfw(
         raise InvalidArgumentError(f"pairs_file must be a file name such as 'pairs.txt', got {pairs_file!r}")
     img_root = root / image_dir
     if not img_root.is_dir():
-        raise MissingResourceError(
-            f"LFW's image folder {image_dir}/ (e.g. {image_dir}/Aaron_Eckhart/Aaron_Eckhart_0001.jpg)",
-            expected_at=str(img_root),
-            how_to_get=_HOW_LFW,
-        )
+        raise MissingResourceError(f"LFW's image folder {image_dir}/ (e.g. {image_dir}/Aaron_Eckhart/"
+                                   "Aaron_Eckhart_0001.jpg)", expected_at=str(img_root), how_to_get=_HOW_LFW)
     pf = _first_existing([img_root / pairs_file, root / pairs_file])
     if pf is None:
-        raise MissingResourceError(
-            f"LFW's pair list {pairs_file}", expected_at=f"{img_root / pairs_file} or {root / pairs_file}",
-            how_to_get=_HOW_LFW,
-        )
+        raise MissingResourceError(f"LFW's pair list {pairs_file}", how_to_get=_HOW_LFW,
+                                   expected_at=f"{img_root / pairs_file} or {root / pairs_file}")
     records = read_lfw_pairs(pf)
     n_folds = max(r.fold for r in records) + 1
     if folds is not None:
@@ -199,20 +177,12 @@ def load_lfw(
     paths = [img_root / name / f"{name}_{num:04d}.jpg" for name, num in keys]
     for (name, num), path in zip(keys, paths):
         if not path.is_file():
-            raise MissingResourceError(
-                f"LFW image {name}_{num:04d}.jpg listed in {pf.name}", expected_at=str(path), how_to_get=_HOW_LFW
-            )
-    meta = {
-        "source": str(img_root),
-        "pairs_file": str(pf),
-        "files": [f"{name}/{name}_{num:04d}.jpg" for name, num in keys],
-        "folds": sorted({r.fold for r in records}),
-        "box_source": "whole image (LFW has no face boxes)",
-    }
-    faces = _build_faceset(
-        paths, [name for name, _ in keys], [None] * len(keys), size=size, crop=crop, margin=0.0,
-        name=f"lfw:{image_dir}", meta=meta, num_workers=num_workers, progress=progress,
-    )
+            raise MissingResourceError(f"LFW image {name}_{num:04d}.jpg listed in {pf.name}", expected_at=str(path),
+                                       how_to_get=_HOW_LFW)
+    meta = {"source": str(img_root), "pairs_file": str(pf), "files": [f"{n}/{n}_{num:04d}.jpg" for n, num in keys],
+            "folds": sorted({r.fold for r in records}), "box_source": "whole image (LFW has no face boxes)"}
+    faces = _build_faceset(paths, [name for name, _ in keys], [None] * len(keys), size=size, crop=crop, margin=0.0,
+                           name=f"lfw:{image_dir}", meta=meta, num_workers=num_workers, progress=progress)
     pairs = torch.tensor([[row_of[r.a], row_of[r.b]] for r in records], dtype=torch.int64).reshape(-1, 2)
     same = torch.tensor([r.same for r in records], dtype=torch.bool)
     fold = torch.tensor([r.fold for r in records], dtype=torch.int64)

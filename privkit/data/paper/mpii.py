@@ -14,21 +14,8 @@ import torch
 from ..._validate import check_choice, check_int
 from ...errors import InsufficientDataError, InvalidArgumentError, MissingResourceError
 from ..types import MPII_JOINTS, PoseSet
-from .common import (
-    PathLike,
-    _as_root,
-    _check_budget,
-    _check_size,
-    _check_workers,
-    _contiguous_ids,
-    _decode_many,
-    _first_existing,
-    _format_error,
-    _generator,
-    _map_points,
-    _resolve_max_images,
-    _square_around,
-)
+from .common import (PathLike, _as_root, _check_budget, _check_size, _check_workers, _contiguous_ids, _decode_many,
+                     _first_existing, _format_error, _generator, _map_points, _resolve_max_images, _square_around)
 
 __all__ = ["load_mpii"]
 
@@ -69,7 +56,8 @@ def _mpii_entries(path: Path) -> list[dict]:
     for k, e in enumerate(data):
         if not isinstance(e, dict) or not {"image", "center", "scale", "joints", "joints_vis"} <= set(e):
             raise _format_error(path, None, f"entry {k} lacks one of image, center, scale, joints, joints_vis")
-        if np.asarray(e["joints"], dtype=np.float64).shape != (16, 2) or np.asarray(e["joints_vis"]).reshape(-1).size != 16:
+        if (np.asarray(e["joints"], dtype=np.float64).shape != (16, 2)
+                or np.asarray(e["joints_vis"]).reshape(-1).size != 16):
             raise _format_error(path, None, f"entry {k}: joints must be 16 x 2 and joints_vis 16 values (MPII order)")
         if np.asarray(e["center"], dtype=np.float64).reshape(-1).size != 2 or not float(e["scale"]) > 0:
             raise _format_error(path, None, f"entry {k}: center must be [x, y] and scale > 0")
@@ -93,18 +81,10 @@ def _mat_head_boxes(path: Path, n: int) -> np.ndarray:
     return np.stack([hb[0, 0], hb[0, 1], hb[1, 0], hb[1, 1]], axis=1).astype(np.float64)
 
 
-def load_mpii(
-    data_root: PathLike,
-    *,
-    split: Literal["train", "valid", "trainval"] = "valid",
-    size: int = 64,
-    head_boxes: Literal["auto", "json", "mat", "joints"] = "auto",
-    n_samples: int | None = None,
-    max_images: int | None = None,
-    seed: int | torch.Generator = 0,
-    num_workers: int = 0,
-    progress: bool = False,
-) -> PoseSet:
+def load_mpii(data_root: PathLike, *, split: Literal["train", "valid", "trainval"] = "valid", size: int = 64,
+              head_boxes: Literal["auto", "json", "mat", "joints"] = "auto", n_samples: int | None = None,
+              max_images: int | None = None, seed: int | torch.Generator = 0, num_workers: int = 0,
+              progress: bool = False) -> PoseSet:
     """Load MPII Human Pose person crops with their 16 keypoints and head boxes.
 
     Annotation format: the JSON conversion of MPII's MATLAB annotation that HRNet and mmpose use: a list of
@@ -161,11 +141,8 @@ def load_mpii(
     base = root / "mpii"
     ann_path = _first_existing(base / rel for rel in _MPII_ANNOT[split])
     if ann_path is None:
-        raise MissingResourceError(
-            f"MPII's {split} annotations ({' or '.join(_MPII_ANNOT[split])})",
-            expected_at=str(base / _MPII_ANNOT[split][0]),
-            how_to_get=_HOW_MPII,
-        )
+        raise MissingResourceError(f"MPII's {split} annotations ({' or '.join(_MPII_ANNOT[split])})",
+                                   expected_at=str(base / _MPII_ANNOT[split][0]), how_to_get=_HOW_MPII)
     image_dir = base / "images"
     if not image_dir.is_dir():
         raise MissingResourceError("MPII's image folder images/", expected_at=str(image_dir), how_to_get=_HOW_MPII)
@@ -176,7 +153,8 @@ def load_mpii(
 
     joints = torch.tensor([e["joints"] for e in entries], dtype=torch.float64).reshape(n_all, 16, 2) - 1.0
     vis = torch.tensor([np.asarray(e["joints_vis"]).reshape(-1).tolist() for e in entries], dtype=torch.float64) > 0
-    centers = torch.tensor([np.asarray(e["center"], dtype=np.float64).reshape(2).tolist() for e in entries], dtype=torch.float64)
+    centers = torch.tensor([np.asarray(e["center"], dtype=np.float64).reshape(2).tolist() for e in entries],
+                           dtype=torch.float64)
     scales = torch.tensor([float(e["scale"]) for e in entries], dtype=torch.float64)
 
     json_keys = ("head_box", "headbox", "headboxes")
@@ -192,19 +170,16 @@ def load_mpii(
     if source == "json":
         missing = sum(b is None for b in json_boxes)
         if missing:
-            raise InvalidArgumentError(
-                f"head_boxes='json' needs a 'head_box' field on every entry; {missing} of {n_all} entries in "
-                f"{ann_path} have none (or an invalid one). Use head_boxes='mat' or 'joints'."
-            )
+            raise InvalidArgumentError(f"head_boxes='json' needs a 'head_box' field on every entry; {missing} of "
+                                       f"{n_all} entries in {ann_path} have none (or an invalid one). Use "
+                                       "head_boxes='mat' or 'joints'.")
         hb = torch.tensor(json_boxes, dtype=torch.float64) - 1.0
         source_text = f"'head_box' fields of {ann_path.name}"
     elif source == "mat":
         if gt_path is None:
-            raise MissingResourceError(
-                "MPII's validation ground truth with head boxes (gt_valid.mat / mpii_gt_val.mat; split='valid' only)",
-                expected_at=str(base / _MPII_GT[0]),
-                how_to_get=_HOW_MPII,
-            )
+            raise MissingResourceError("MPII's validation ground truth with head boxes (gt_valid.mat / "
+                                       "mpii_gt_val.mat; split='valid' only)", expected_at=str(base / _MPII_GT[0]),
+                                       how_to_get=_HOW_MPII)
         hb = torch.from_numpy(_mat_head_boxes(gt_path, n_all)) - 1.0
         source_text = f"headboxes_src of {gt_path.name}"
     else:
@@ -241,32 +216,17 @@ def load_mpii(
     def make_fn(win):
         return lambda w, h: win
 
-    images, wins, _ = _decode_many(
-        paths, [make_fn(w) for w in windows], size, num_workers=num_workers, progress=progress, desc=f"mpii-{split}"
-    )
+    images, wins, _ = _decode_many(paths, [make_fn(w) for w in windows], size, num_workers=num_workers,
+                                   progress=progress, desc=f"mpii-{split}")
     kp = _map_points(joints[rows], wins, size, pixel_index=True)
     visible = vis[rows]
     kp[~visible] = 0.0
     head = _map_points(hb[rows].reshape(-1, 2, 2), wins, size, pixel_index=True).reshape(-1, 4)
     ident, names = _contiguous_ids(image_names)
     return PoseSet(
-        images=images,
-        keypoints=kp,
-        visible=visible,
-        head_box=head,
-        identity=ident,
-        name=f"mpii-{split}",
-        meta={
-            "source": str(image_dir),
-            "annotation": str(ann_path),
-            "files": image_names,
-            "entries": r,
-            "identity_names": [str(n) for n in names],
-            "identity_is": "source photograph",
-            "head_box_source": source_text,
-            "dropped_no_head_box": dropped,
-            "windows": [list(w) for w in wins],
-            "size": size,
-            "seed": seed if isinstance(seed, int) else None,
-        },
+        images=images, keypoints=kp, visible=visible, head_box=head, identity=ident, name=f"mpii-{split}",
+        meta={"source": str(image_dir), "annotation": str(ann_path), "files": image_names, "entries": r,
+              "identity_names": [str(n) for n in names], "identity_is": "source photograph",
+              "head_box_source": source_text, "dropped_no_head_box": dropped, "windows": [list(w) for w in wins],
+              "size": size, "seed": seed if isinstance(seed, int) else None},
     )

@@ -9,21 +9,11 @@ from typing import Any, Literal
 
 import torch
 
-from ..._validate import check_choice, check_nonnegative
+from ..._validate import check_choice
 from ...errors import MissingResourceError
 from ..types import FaceSet
-from .common import (
-    _CROPS,
-    CropMode,
-    PathLike,
-    _as_root,
-    _check_size,
-    _check_workers,
-    _first_existing,
-    _format_error,
-    _resolve_max_images,
-)
-from .identity_folders import IdentitySelection, _check_selection, _load_selected_folders, _scan_identity_folders
+from .common import CropMode, PathLike, _as_root, _first_existing, _format_error
+from .identity_folders import IdentitySelection, _check_face_args, _load_selected_folders, _scan_identity_folders
 
 __all__ = ["load_vggface2"]
 
@@ -81,20 +71,10 @@ def _read_vggface2_meta(path: Path) -> dict[str, dict[str, int]]:
     return out
 
 
-def load_vggface2(
-    data_root: PathLike,
-    *,
-    split: Literal["train", "test"] = "test",
-    size: int = 64,
-    crop: CropMode = "center",
-    margin: float = 0.25,
-    use_boxes: bool = True,
-    selection: IdentitySelection | None = None,
-    max_images: int | None = None,
-    seed: int | torch.Generator = 0,
-    num_workers: int = 0,
-    progress: bool = False,
-) -> FaceSet:
+def load_vggface2(data_root: PathLike, *, split: Literal["train", "test"] = "test", size: int = 64,
+                  crop: CropMode = "center", margin: float = 0.25, use_boxes: bool = True,
+                  selection: IdentitySelection | None = None, max_images: int | None = None,
+                  seed: int | torch.Generator = 0, num_workers: int = 0, progress: bool = False) -> FaceSet:
     """Load VGGFace2 (``VGGFace2/{train,test}/<class id>/<image>.jpg``).
 
     VGGFace2-20 as privkit defines it [I]: ``IdentitySelection(min_images=20, images_per_identity=20)`` (and
@@ -118,29 +98,18 @@ def load_vggface2(
     """
     root = _as_root(data_root)
     split = check_choice("split", split, ("train", "test"))
-    size = _check_size(size)
-    crop = check_choice("crop", crop, _CROPS)
-    margin = check_nonnegative("margin", margin)
-    selection = _check_selection(selection)
-    num_workers = _check_workers(num_workers)
-    cap = _resolve_max_images(max_images, size)
+    size, crop, margin, selection, num_workers, cap = _check_face_args(size, crop, margin, selection, num_workers,
+                                                                      max_images)
     base = _vggface2_root(root)
     image_root = None if base is None else base / split
     if image_root is None or not image_root.is_dir():
-        raise MissingResourceError(
-            f"VGGFace2's {split} images (VGGFace2/{split}/n000001/0001_01.jpg, ...)",
-            expected_at=str(root / "VGGFace2" / split),
-            how_to_get=_HOW_VGGFACE2,
-        )
-    rels, owners = _scan_identity_folders(image_root)
-    if not rels:
-        raise MissingResourceError(
-            f"VGGFace2's {split} images", expected_at=str(image_root), how_to_get=_HOW_VGGFACE2
-        )
+        raise MissingResourceError(f"VGGFace2's {split} images (VGGFace2/{split}/n000001/0001_01.jpg, ...)",
+                                   expected_at=str(root / "VGGFace2" / split), how_to_get=_HOW_VGGFACE2)
+    rels, owners = _scan_identity_folders(image_root, f"VGGFace2's {split} images", _HOW_VGGFACE2)
     boxes = None
     meta: dict[str, Any] = {"split": split}
     if use_boxes:
-        bb = _first_existing([base / "bb_landmark" / f"loose_bb_{split}.csv", base / "meta" / "bb_landmark" / f"loose_bb_{split}.csv"])
+        bb = _first_existing(d / "bb_landmark" / f"loose_bb_{split}.csv" for d in (base, base / "meta"))
         if bb is not None:
             boxes = _read_vggface2_boxes(bb)
             meta["box_file"] = str(bb)
@@ -149,8 +118,6 @@ def load_vggface2(
     if im is not None:
         attrs = _read_vggface2_meta(im)
         meta["identity_meta"] = str(im)
-    return _load_selected_folders(
-        image_root, rels, owners, size=size, crop=crop, margin=margin, boxes=boxes, selection=selection, cap=cap,
-        seed=seed, name=f"vggface2-{split}", num_workers=num_workers, progress=progress, meta=meta,
-        attributes_by_owner=attrs,
-    )
+    return _load_selected_folders(image_root, rels, owners, size=size, crop=crop, margin=margin, boxes=boxes,
+                                  selection=selection, cap=cap, seed=seed, name=f"vggface2-{split}",
+                                  num_workers=num_workers, progress=progress, meta=meta, attributes_by_owner=attrs)
