@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch.nn import functional as F
 
 from ..errors import MissingResourceError
 from .base import Encoder
@@ -128,16 +129,12 @@ class AgeGenderEncoder(Encoder):
         if device.type == "cuda" and "CUDAExecutionProvider" in ort.get_available_providers():
             providers = ["CUDAExecutionProvider", "CPUExecutionProvider"]
         self.providers = providers
-        self._sessions = {}
-        self._feature_names = {}
-        widths = {}
+        self._sessions, self._feature_names, self.dim = {}, {}, 0
         for task in ("age", "gender"):
             data, feat, width = with_penultimate_output((models_dir / f"{task}-v1.onnx").read_bytes())
-            sess = ort.InferenceSession(data, providers=providers)
-            self._sessions[task] = sess
+            self._sessions[task] = ort.InferenceSession(data, providers=providers)
             self._feature_names[task] = feat
-            widths[task] = width
-        self.dim = widths["age"] + widths["gender"]
+            self.dim += width  # 256 + 16
         self.to(device)
 
     def _run(self, task: str, chips: list[np.ndarray]) -> np.ndarray:
@@ -163,10 +160,7 @@ class AgeGenderEncoder(Encoder):
             gender_chips.append(self.aligner.chip(face, size=GENDER_CHIP, padding=CHIP_PADDING))
         age = torch.from_numpy(self._run("age", age_chips))
         gender = torch.from_numpy(self._run("gender", gender_chips))
-        feats = torch.cat(
-            [torch.nn.functional.normalize(age, dim=1), torch.nn.functional.normalize(gender, dim=1)], dim=1
-        )
-        return feats.to(self.device)
+        return torch.cat([F.normalize(age, dim=1), F.normalize(gender, dim=1)], dim=1).to(self.device)
 
 
 def load_age_gender(*, device: torch.device | str = "cpu") -> AgeGenderEncoder:

@@ -46,17 +46,8 @@ import torch
 from ..errors import InvalidArgumentError, MissingResourceError
 from .base import Encoder
 
-__all__ = [
-    "MIN_SIDE",
-    "PARALLEL_MIN_IMAGES",
-    "check_boxes",
-    "dlib_workers",
-    "DlibFaceAligner",
-    "DlibFaceRecognitionEncoder",
-    "face_recognition_models_dir",
-    "load_dlib_fr",
-    "to_uint8_hwc",
-]
+__all__ = ["MIN_SIDE", "PARALLEL_MIN_IMAGES", "check_boxes", "dlib_workers", "DlibFaceAligner",
+           "DlibFaceRecognitionEncoder", "face_recognition_models_dir", "load_dlib_fr", "to_uint8_hwc"]
 
 #: Images whose shorter side is below this many pixels are upscaled to it before detection.
 MIN_SIDE = 150
@@ -337,8 +328,6 @@ def load_dlib_fr(*, device: torch.device | str = "cpu") -> DlibFaceRecognitionEn
     Raises:
         MissingResourceError: the package or one of its model files is absent.
     """
-    enc = DlibFaceRecognitionEncoder(
-        predictor_path=_require_model_file("shape_predictor"),
-        descriptor_path=_require_model_file("descriptor"),
-    )
+    enc = DlibFaceRecognitionEncoder(predictor_path=_require_model_file("shape_predictor"),
+                                     descriptor_path=_require_model_file("descriptor"))
     return enc.to(device)

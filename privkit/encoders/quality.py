@@ -39,16 +39,9 @@ def pair_auc(embeddings: torch.Tensor, identities: torch.Tensor) -> float:
     return _pair_auc(z @ z.T, identities)
 
 
-def verification_auc_table(
-    encoders: list[str] | None = None,
-    *,
-    face_sets: tuple[str, ...] = FACE_SETS,
-    n_identities: int = 100,
-    views: int = 4,
-    size: int = 112,
-    seed: int = 0,
-    device: str = "cpu",
-) -> pd.DataFrame:
+def verification_auc_table(encoders: list[str] | None = None, *, face_sets: tuple[str, ...] = FACE_SETS,
+                           n_identities: int = 100, views: int = 4, size: int = 112, seed: int = 0,
+                           device: str = "cpu") -> pd.DataFrame:
     """Verification AUC of each encoder on each face set (see the module docstring for the protocol).
 
     Args:

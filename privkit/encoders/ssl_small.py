@@ -18,7 +18,6 @@ sha256 of the weights file, checked at load time).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -26,26 +25,16 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .._files import file_digest
 from .._validate import check_int
 from ..device import resolve_device
 from ..errors import InvalidArgumentError, MissingResourceError
 from ..transforms import resize
 from .base import Encoder
 
-__all__ = [
-    "SSL_SMALL_INPUT_SIZE",
-    "SSL_SMALL_WEIGHTS",
-    "SSL_SMALL_METADATA",
-    "SSLSmallConfig",
-    "SSLSmallBackbone",
-    "SSLSmallNet",
-    "SSLSmallEncoder",
-    "init_ssl_small_",
-    "build_ssl_small_net",
-    "load_ssl_small",
-    "random_ssl_small",
-    "sha256_file",
-]
+__all__ = ["SSL_SMALL_INPUT_SIZE", "SSL_SMALL_WEIGHTS", "SSL_SMALL_METADATA", "SSLSmallConfig", "SSLSmallBackbone",
+           "SSLSmallNet", "SSLSmallEncoder", "init_ssl_small_", "build_ssl_small_net", "load_ssl_small",
+           "random_ssl_small", "sha256_file"]
 
 #: (H, W) the network works at.
 SSL_SMALL_INPUT_SIZE: tuple[int, int] = (64, 64)
@@ -100,20 +89,13 @@ class SSLSmallConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "SSLSmallConfig":
-        return cls(
-            widths=tuple(int(w) for w in d["widths"]),  # type: ignore[arg-type]
-            groups=int(d["groups"]),
-            proj_hidden=int(d["proj_hidden"]),
-            proj_dim=int(d["proj_dim"]),
-        )
+        return cls(widths=tuple(int(w) for w in d["widths"]), groups=int(d["groups"]),  # type: ignore[arg-type]
+                   proj_hidden=int(d["proj_hidden"]), proj_dim=int(d["proj_dim"]))
 
 
 def _conv_gn_relu(c_in: int, c_out: int, stride: int, groups: int) -> list[nn.Module]:
-    return [
-        nn.Conv2d(c_in, c_out, kernel_size=3, stride=stride, padding=1, bias=False),
-        nn.GroupNorm(groups, c_out),
-        nn.ReLU(inplace=True),
-    ]
+    conv = nn.Conv2d(c_in, c_out, kernel_size=3, stride=stride, padding=1, bias=False)
+    return [conv, nn.GroupNorm(groups, c_out), nn.ReLU(inplace=True)]
 
 
 class SSLSmallBackbone(nn.Module):
@@ -222,18 +204,11 @@ class SSLSmallEncoder(Encoder):
         "a stand-in for a general-purpose self-supervised encoder such as DINOv2 or CLIP."
     )
 
-    def __init__(
-        self,
-        backbone: SSLSmallBackbone,
-        *,
-        metadata: dict | None = None,
-        device: str | torch.device = "cpu",
-    ) -> None:
+    def __init__(self, backbone: SSLSmallBackbone, *, metadata: dict | None = None,
+                 device: str | torch.device = "cpu") -> None:
         super().__init__()
         if not isinstance(backbone, SSLSmallBackbone):
-            raise InvalidArgumentError(
-                f"backbone must be an SSLSmallBackbone, got {type(backbone).__name__}"
-            )
+            raise InvalidArgumentError(f"backbone must be an SSLSmallBackbone, got {type(backbone).__name__}")
         self.backbone = backbone
         self.dim = backbone.config.dim
         self.metadata = dict(metadata or {})
@@ -253,20 +228,11 @@ class SSLSmallEncoder(Encoder):
 
 def sha256_file(path: str | Path) -> str:
     """Hex sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return file_digest(Path(path)).hexdigest()
 
 
-def load_ssl_small(
-    *,
-    device: str | torch.device = "auto",
-    weights: str | Path | None = None,
-    metadata: str | Path | None = None,
-    verify: bool = True,
-) -> SSLSmallEncoder:
+def load_ssl_small(*, device: str | torch.device = "auto", weights: str | Path | None = None,
+                   metadata: str | Path | None = None, verify: bool = True) -> SSLSmallEncoder:
     """Load the committed ``ssl-small`` weights.
 
     Args:
@@ -316,17 +282,12 @@ def load_ssl_small(
     return SSLSmallEncoder(backbone, metadata=meta, device=resolve_device(device))
 
 
-def random_ssl_small(
-    *,
-    seed: int = 0,
-    device: str | torch.device = "auto",
-    config: SSLSmallConfig = SSLSmallConfig(),
-) -> SSLSmallEncoder:
+def random_ssl_small(*, seed: int = 0, device: str | torch.device = "auto",
+                     config: SSLSmallConfig = SSLSmallConfig()) -> SSLSmallEncoder:
     """The ``ssl-small`` architecture with random (untrained) weights: the baseline the training must beat."""
     net = build_ssl_small_net(config=config, seed=seed)
-    enc = SSLSmallEncoder(
-        net.backbone, metadata={"weights": "random-init", "seed": seed}, device=resolve_device(device)
-    )
+    meta = {"weights": "random-init", "seed": seed}
+    enc = SSLSmallEncoder(net.backbone, metadata=meta, device=resolve_device(device))
     enc.name = "ssl-small-random"
     return enc
 

@@ -41,8 +41,10 @@ Only the ops in :data:`SUPPORTED_OPS` are implemented; reading a graph with any 
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,13 +58,7 @@ from torch.nn import functional as F
 from .._validate import check_tensor
 from ..errors import InvalidArgumentError, MissingResourceError, ShapeError
 
-__all__ = [
-    "SUPPORTED_OPS",
-    "GraphModel",
-    "UnsupportedOpError",
-    "decode_weights",
-    "read_graph_model",
-]
+__all__ = ["SUPPORTED_OPS", "GraphModel", "UnsupportedOpError", "decode_weights", "read_graph_model"]
 
 
 class UnsupportedOpError(InvalidArgumentError):
@@ -72,11 +68,7 @@ class UnsupportedOpError(InvalidArgumentError):
 # ----------------------------------------------------------------------------------------------------------------
 # weights
 # ----------------------------------------------------------------------------------------------------------------
-_PLAIN_DTYPES: dict[str, tuple[str, torch.dtype]] = {
-    "float32": ("<f4", torch.float32),
-    "int32": ("<i4", torch.int32),
-    "bool": ("|u1", torch.bool),
-}
+_PLAIN_DTYPES: dict[str, str] = {"float32": "<f4", "int32": "<i4", "bool": "|u1"}
 _QUANT_DTYPES: dict[str, str] = {"float16": "<f2", "uint8": "|u1", "uint16": "<u2"}
 
 
@@ -101,9 +93,7 @@ def decode_weights(specs: Sequence[Mapping[str, Any]], buffer: bytes) -> dict[st
         dtype = spec.get("dtype")
         shape = [int(s) for s in spec.get("shape", [])]
         if not isinstance(name, str) or dtype not in _PLAIN_DTYPES:
-            raise InvalidArgumentError(
-                f"weight {name!r}: dtype must be one of {sorted(_PLAIN_DTYPES)}, got {dtype!r}"
-            )
+            raise InvalidArgumentError(f"weight {name!r}: dtype must be one of {sorted(_PLAIN_DTYPES)}, got {dtype!r}")
         count = math.prod(shape)
         quant = spec.get("quantization")
         if quant is not None:
@@ -120,7 +110,7 @@ def decode_weights(specs: Sequence[Mapping[str, Any]], buffer: bytes) -> dict[st
                 raise InvalidArgumentError(f"weight {name!r}: bool weights cannot be quantized")
             np_dtype = np.dtype(_QUANT_DTYPES[qdtype])
         else:
-            np_dtype = np.dtype(_PLAIN_DTYPES[dtype][0])
+            np_dtype = np.dtype(_PLAIN_DTYPES[dtype])
         nbytes = count * np_dtype.itemsize
         if offset + nbytes > len(buffer):
             raise InvalidArgumentError(
@@ -134,9 +124,10 @@ def decode_weights(specs: Sequence[Mapping[str, Any]], buffer: bytes) -> dict[st
         elif quant["dtype"] == "float16":
             arr = raw.astype(np.float32)  # exact: every float16 is a float32
         else:
-            # JS evaluates q * scale + min in double precision and stores it in a Float32Array / Int32Array
+            # JS evaluates q * scale + min in double precision and stores it in a Float32Array / Int32Array (for
+            # int32 rounded with JavaScript's Math.round: halves round up, towards +inf)
             vals = raw.astype(np.float64) * float(quant["scale"]) + float(quant["min"])
-            arr = vals.astype(np.float32) if dtype == "float32" else _js_round(vals).astype(np.int32)
+            arr = vals.astype(np.float32) if dtype == "float32" else np.floor(vals + 0.5).astype(np.int32)
         out[name] = torch.from_numpy(np.ascontiguousarray(arr).reshape(shape).copy())
     if offset != len(buffer):
         raise InvalidArgumentError(
@@ -146,23 +137,12 @@ def decode_weights(specs: Sequence[Mapping[str, Any]], buffer: bytes) -> dict[st
     return out
 
 
-def _js_round(x: np.ndarray) -> np.ndarray:
-    """JavaScript's ``Math.round``: halves round up (towards +inf)."""
-    return np.floor(x + 0.5)
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # attributes
 # ----------------------------------------------------------------------------------------------------------------
 _TF_DTYPES: dict[str, torch.dtype] = {
-    "DT_FLOAT": torch.float32,
-    "DT_INT32": torch.int32,
-    "DT_INT64": torch.int64,
-    "DT_BOOL": torch.bool,
-    "DT_HALF": torch.float16,
-    "DT_DOUBLE": torch.float64,
-    "DT_UINT8": torch.uint8,
-    "DT_INT8": torch.int8,
+    "DT_FLOAT": torch.float32, "DT_INT32": torch.int32, "DT_INT64": torch.int64, "DT_BOOL": torch.bool,
+    "DT_HALF": torch.float16, "DT_DOUBLE": torch.float64, "DT_UINT8": torch.uint8, "DT_INT8": torch.int8,
     "DT_INT16": torch.int16,
 }
 
@@ -179,24 +159,22 @@ class _Node:
     attr: dict[str, Any] = field(default_factory=dict)
 
     # -- attribute readers ------------------------------------------------------------------------------------
-    def has(self, key: str) -> bool:
-        return key in self.attr
+    def _read(self, key: str, field: str, default: Any, convert: Callable[[Any], Any]) -> Any:
+        """``convert(attr[key][field])``, or ``default`` when the attribute or that field is absent."""
+        v = self.attr.get(key)
+        return default if v is None or field not in v else convert(v[field])
 
     def s(self, key: str, default: str | None = None) -> str | None:
-        v = self.attr.get(key)
-        return default if v is None or "s" not in v else _b64(v["s"])
+        return self._read(key, "s", default, _b64)
 
     def i(self, key: str, default: int | None = None) -> int | None:
-        v = self.attr.get(key)
-        return default if v is None or "i" not in v else int(v["i"])
+        return self._read(key, "i", default, int)
 
     def f(self, key: str, default: float | None = None) -> float | None:
-        v = self.attr.get(key)
-        return default if v is None or "f" not in v else float(v["f"])
+        return self._read(key, "f", default, float)
 
     def b(self, key: str, default: bool = False) -> bool:
-        v = self.attr.get(key)
-        return default if v is None or "b" not in v else bool(v["b"])
+        return self._read(key, "b", default, bool)
 
     def dtype(self, key: str, default: torch.dtype | None = None) -> torch.dtype | None:
         v = self.attr.get(key)
@@ -207,16 +185,10 @@ class _Node:
         return _TF_DTYPES[v["type"]]
 
     def ints(self, key: str, default: list[int] | None = None) -> list[int] | None:
-        v = self.attr.get(key)
-        if v is None or "list" not in v:
-            return default
-        return [int(x) for x in v["list"].get("i", [])]
+        return self._read(key, "list", default, lambda v: [int(x) for x in v.get("i", [])])
 
     def strs(self, key: str, default: list[str] | None = None) -> list[str] | None:
-        v = self.attr.get(key)
-        if v is None or "list" not in v:
-            return default
-        return [_b64(x) for x in v["list"].get("s", [])]
+        return self._read(key, "list", default, lambda v: [_b64(x) for x in v.get("s", [])])
 
     def describe(self) -> str:
         return f"node {self.name!r} ({self.op})"
@@ -227,9 +199,7 @@ def _parse_input(ref: str) -> tuple[str, int] | None:
     if ref.startswith("^"):
         return None
     name, sep, idx = ref.rpartition(":")
-    if sep and idx.isdigit():
-        return name, int(idx)
-    return ref, 0
+    return (name, int(idx)) if sep and idx.isdigit() else (ref, 0)
 
 
 def _inline_const(node: _Node) -> torch.Tensor | None:
@@ -249,29 +219,24 @@ def _inline_const(node: _Node) -> torch.Tensor | None:
         arr = np.frombuffer(base64.b64decode(v["tensorContent"]), dtype=np_dtype).copy()
     else:
         fields = {torch.float32: "floatVal", torch.int32: "intVal", torch.int64: "int64Val", torch.bool: "boolVal"}
-        key = fields.get(dtype)
-        vals = v.get(key, []) if key else []
+        vals = v.get(fields[dtype], []) if dtype in fields else []
         if not vals and count:
             raise UnsupportedOpError(f"{node.describe()}: cannot read the inline constant value")
         arr = np.asarray([float(x) if dtype == torch.float32 else int(x) for x in vals])
         if arr.size == 1 and count > 1:  # TF repeats the last value
             arr = np.repeat(arr, count)
-    t = torch.from_numpy(np.asarray(arr)).to(dtype)
-    return t.reshape(shape)
+    return torch.from_numpy(np.asarray(arr)).to(dtype).reshape(shape)
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # op implementations: each takes (node, inputs) and returns a tensor or a list of tensors
 # ----------------------------------------------------------------------------------------------------------------
-def _ints(t: torch.Tensor | int | Sequence[int]) -> list[int]:
-    if isinstance(t, torch.Tensor):
-        return [int(v) for v in t.reshape(-1).tolist()]
-    if isinstance(t, int):
-        return [t]
-    return [int(v) for v in t]
+def _ints(t: torch.Tensor) -> list[int]:
+    """The values of an integer tensor (an op input: always a tensor), flattened."""
+    return [int(v) for v in t.reshape(-1).tolist()]
 
 
-def _int(t: torch.Tensor | int) -> int:
+def _int(t: torch.Tensor) -> int:
     vals = _ints(t)
     if len(vals) != 1:
         raise ShapeError(f"expected a scalar, got {len(vals)} values")
@@ -284,7 +249,9 @@ def _check_nhwc(node: _Node) -> None:
         raise UnsupportedOpError(f"{node.describe()}: data_format {fmt!r} is not supported (only NHWC)")
 
 
-def _spatial(values: list[int] | None, node: _Node, key: str) -> tuple[int, int]:
+def _spatial(node: _Node, key: str) -> tuple[int, int]:
+    """The (H, W) entries of a 4-entry NHWC attribute such as ``strides``; (1, 1) when absent."""
+    values = node.ints(key)
     if not values:
         return 1, 1
     if len(values) != 4 or values[0] != 1 or values[3] != 1:
@@ -300,17 +267,14 @@ def _same_pads(size: int, k: int, s: int, d: int) -> tuple[int, int]:
     return total // 2, total - total // 2
 
 
-def _pads(
-    node: _Node, h: int, w: int, kh: int, kw: int, s: tuple[int, int], d: tuple[int, int]
-) -> tuple[int, int, int, int]:
+def _pads(node: _Node, h: int, w: int, kh: int, kw: int, s: tuple[int, int],
+          d: tuple[int, int]) -> tuple[int, int, int, int]:
     """(top, bottom, left, right) for the node's ``padding`` attribute."""
     padding = node.s("padding", "VALID")
     if padding == "VALID":
         return 0, 0, 0, 0
     if padding == "SAME":
-        top, bottom = _same_pads(h, kh, s[0], d[0])
-        left, right = _same_pads(w, kw, s[1], d[1])
-        return top, bottom, left, right
+        return (*_same_pads(h, kh, s[0], d[0]), *_same_pads(w, kw, s[1], d[1]))
     if padding == "EXPLICIT":
         p = node.ints("explicit_paddings", [])
         if len(p) != 8 or any(p[:2]) or any(p[6:]):
@@ -319,18 +283,19 @@ def _pads(
     raise UnsupportedOpError(f"{node.describe()}: padding {padding!r} is not supported")
 
 
-def _conv_nhwc(node: _Node, x: torch.Tensor, w_tf: torch.Tensor, *, depthwise: bool) -> torch.Tensor:
-    """TF Conv2D / DepthwiseConv2dNative on NHWC ``x`` with a TF-layout filter [kh, kw, in, out|multiplier]."""
+def _op_conv(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
+    """TF (_Fused)Conv2D / (Fused)DepthwiseConv2dNative: NHWC input ``ins[0]``, TF-layout filter ``ins[1]``
+    [kh, kw, in, out|multiplier], then the fused ops (:func:`_apply_fused`) with their extra inputs ``ins[2:]``."""
+    x, w_tf = ins[0], ins[1]
     _check_nhwc(node)
     if x.ndim != 4 or w_tf.ndim != 4:
         raise ShapeError(
             f"{node.describe()}: expected a 4-D input and filter, got {tuple(x.shape)}, {tuple(w_tf.shape)}"
         )
-    s = _spatial(node.ints("strides"), node, "strides")
-    d = _spatial(node.ints("dilations"), node, "dilations")
+    s, d = _spatial(node, "strides"), _spatial(node, "dilations")
     kh, kw, cin_w, cout_w = w_tf.shape
     cin = x.shape[3]
-    if depthwise:
+    if "Depthwise" in node.op:
         if cin != cin_w:
             raise ShapeError(f"{node.describe()}: input has {cin} channels, the depthwise filter {cin_w}")
         weight = w_tf.reshape(kh, kw, 1, cin_w * cout_w).permute(3, 2, 0, 1)
@@ -347,15 +312,14 @@ def _conv_nhwc(node: _Node, x: torch.Tensor, w_tf: torch.Tensor, *, depthwise: b
     else:
         xc = F.pad(xc, (left, right, top, bottom))
         pad = (0, 0)
-    y = F.conv2d(xc, weight, None, stride=s, padding=pad, dilation=d, groups=groups)
-    return y.permute(0, 2, 3, 1)
+    y = F.conv2d(xc, weight, None, stride=s, padding=pad, dilation=d, groups=groups).permute(0, 2, 3, 1)
+    if node.op in ("_FusedConv2D", "FusedDepthwiseConv2dNative"):
+        y = _apply_fused(node, y, ins[2:])
+    return y
 
 
 _ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "Relu": torch.relu,
-    "Relu6": lambda x: torch.clamp(x, 0.0, 6.0),
-    "Elu": F.elu,
-    "Sigmoid": torch.sigmoid,
+    "Relu": torch.relu, "Relu6": lambda x: torch.clamp(x, 0.0, 6.0), "Elu": F.elu, "Sigmoid": torch.sigmoid,
     "Tanh": torch.tanh,
 }
 
@@ -386,14 +350,6 @@ def _apply_fused(node: _Node, y: torch.Tensor, args: list[torch.Tensor]) -> torc
     return y
 
 
-def _op_conv(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
-    depthwise = "Depthwise" in node.op
-    y = _conv_nhwc(node, ins[0], ins[1], depthwise=depthwise)
-    if node.op in ("_FusedConv2D", "FusedDepthwiseConv2dNative"):
-        y = _apply_fused(node, y, ins[2:])
-    return y
-
-
 def _op_conv_transpose(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
     """Conv2DBackpropInput(input_sizes, filter [kh, kw, out_c, in_c], out_backprop NHWC)."""
     _check_nhwc(node)
@@ -402,8 +358,7 @@ def _op_conv_transpose(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
         raise ShapeError(
             f"{node.describe()}: bad output_shape {sizes} / input {tuple(dy.shape)} / filter {tuple(w_tf.shape)}"
         )
-    s = _spatial(node.ints("strides"), node, "strides")
-    d = _spatial(node.ints("dilations"), node, "dilations")
+    s, d = _spatial(node, "strides"), _spatial(node, "dilations")
     kh, kw, cout, cin = w_tf.shape
     if dy.shape[3] != cin or sizes[3] != cout:
         raise ShapeError(f"{node.describe()}: channels do not match the filter {tuple(w_tf.shape)}")
@@ -432,24 +387,13 @@ def _op_matmul(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
     return y
 
 
-def _axes(t: torch.Tensor, ndim: int) -> list[int]:
-    return sorted({a % ndim for a in _ints(t)}) if ndim else []
-
-
 def _op_reduce(fn: Callable[..., torch.Tensor]) -> Callable[[_Node, list[torch.Tensor]], torch.Tensor]:
     def op(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
         x = ins[0]
-        axes = _axes(ins[1], x.ndim)
-        keep = node.b("keep_dims")
-        if not axes:
-            return x
-        return fn(x, dim=axes, keepdim=keep)
+        axes = sorted({a % x.ndim for a in _ints(ins[1])}) if x.ndim else []
+        return fn(x, dim=axes, keepdim=node.b("keep_dims")) if axes else x
 
     return op
-
-
-def _reduce_max(x: torch.Tensor, dim: list[int], keepdim: bool) -> torch.Tensor:
-    return torch.amax(x, dim=dim, keepdim=keepdim)
 
 
 def _op_pad(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
@@ -458,14 +402,8 @@ def _op_pad(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
     if len(p) != 2 * x.ndim:
         raise ShapeError(f"{node.describe()}: paddings {p} do not match a rank-{x.ndim} input")
     value = float(ins[2].reshape(-1)[0]) if len(ins) > 2 else 0.0
-    flat: list[int] = []
-    for dim in reversed(range(x.ndim)):
-        flat += [p[2 * dim], p[2 * dim + 1]]
+    flat = [p[2 * dim + j] for dim in reversed(range(x.ndim)) for j in (0, 1)]  # F.pad lists the last dim first
     return F.pad(x, flat, mode="constant", value=value)
-
-
-def _op_reshape(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
-    return torch.reshape(ins[0], _ints(ins[1]))
 
 
 def _op_squeeze(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
@@ -481,36 +419,13 @@ def _op_squeeze(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
     return x
 
 
-def _op_expand_dims(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
-    return ins[0].unsqueeze(_int(ins[1]))
-
-
-def _op_cast(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
-    dst = node.dtype("DstT", torch.float32)
-    x = ins[0]
-    if x.dtype == dst:
-        return x
-    return x.to(dst)
-
-
 def _op_unpack(node: _Node, ins: list[torch.Tensor]) -> list[torch.Tensor]:
-    x = ins[0]
     axis = node.i("axis", 0)
     num = node.i("num")
-    parts = list(torch.unbind(x, dim=axis))
+    parts = list(torch.unbind(ins[0], dim=axis))
     if num is not None and num != len(parts):
         raise ShapeError(f"{node.describe()}: num={num} but the axis has {len(parts)} entries")
     return parts
-
-
-def _op_pack(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
-    ref = ins[0]
-    return torch.stack([t.to(ref.dtype) for t in ins], dim=node.i("axis", 0))
-
-
-def _op_concat(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
-    axis = _int(ins[-1])
-    return torch.cat(ins[:-1], dim=axis)
 
 
 def _op_shape(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
@@ -535,9 +450,7 @@ def _op_strided_slice(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
         specs.append(n)
     if consumed > x.ndim:
         raise ShapeError(f"{node.describe()}: slicing {consumed} dimensions of a rank-{x.ndim} tensor")
-    y = x
-    d = 0
-    in_dim = 0
+    y, d, in_dim = x, 0, 0  # the output and input dimensions the next spec refers to
     for k in specs:
         if (elm >> k) & 1:
             span = x.ndim - consumed
@@ -565,8 +478,7 @@ def _op_strided_slice(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
             if step == 1:
                 y = y.narrow(d, start, max(stop - start, 0))
             else:
-                index = torch.arange(start, stop, step, device=y.device)
-                y = y.index_select(d, index)
+                y = y.index_select(d, torch.arange(start, stop, step, device=y.device))
             d += 1
         in_dim += 1
     return y
@@ -593,17 +505,12 @@ def _op_argmax(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
 
 def _op_floordiv(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
     a, b = ins
-    if a.is_floating_point():
-        return torch.floor(a / b)
-    return torch.div(a, b, rounding_mode="floor")
+    return torch.floor(a / b) if a.is_floating_point() else torch.div(a, b, rounding_mode="floor")
 
 
 def _resize_index(out_size: int, in_size: int, align_corners: bool, half_pixel: bool, device) -> tuple:
     """TF's bilinear source coordinates: (lower index, upper index, fraction) per output pixel."""
-    if align_corners and out_size > 1:
-        scale = (in_size - 1) / (out_size - 1)
-    else:
-        scale = in_size / out_size
+    scale = (in_size - 1) / (out_size - 1) if align_corners and out_size > 1 else in_size / out_size
     o = torch.arange(out_size, dtype=torch.float64)
     src = (o + 0.5) * scale - 0.5 if half_pixel else o * scale
     lower_f = torch.floor(src)
@@ -621,18 +528,14 @@ def _op_resize_bilinear(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
         raise InvalidArgumentError(f"{node.describe()}: align_corners and half_pixel_centers cannot both be true")
     if not x.is_floating_point():
         x = x.to(torch.float32)
-    h, w = x.shape[1], x.shape[2]
-    y0, y1, fy = _resize_index(oh, h, align, half, x.device)
-    x0, x1, fx = _resize_index(ow, w, align, half, x.device)
-    top = x.index_select(1, y0)
-    bottom = x.index_select(1, y1)
-    fy = fy.view(1, -1, 1, 1).to(x.dtype)
-    fx = fx.view(1, 1, -1, 1).to(x.dtype)
+    y0, y1, fy = _resize_index(oh, x.shape[1], align, half, x.device)
+    x0, x1, fx = _resize_index(ow, x.shape[2], align, half, x.device)
+    top, bottom = x.index_select(1, y0), x.index_select(1, y1)
+    fy, fx = fy.view(1, -1, 1, 1).to(x.dtype), fx.view(1, 1, -1, 1).to(x.dtype)
     # TF: top = tl + (tr - tl) * fx; bottom = bl + (br - bl) * fx; out = top + (bottom - top) * fy
     tl, tr = top.index_select(2, x0), top.index_select(2, x1)
     bl, br = bottom.index_select(2, x0), bottom.index_select(2, x1)
-    t = tl + (tr - tl) * fx
-    b = bl + (br - bl) * fx
+    t, b = tl + (tr - tl) * fx, bl + (br - bl) * fx
     return t + (b - t) * fy
 
 
@@ -647,8 +550,15 @@ def _unary(fn: Callable[[torch.Tensor], torch.Tensor]) -> _OpFn:
     return lambda node, ins: fn(ins[0])
 
 
-def _op_softmax(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
-    return torch.softmax(ins[0], dim=-1)
+#: Element-wise ops of one input and of two inputs.
+_UNARY: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    **_ACTIVATIONS, "Sqrt": torch.sqrt, "Rsqrt": torch.rsqrt, "Square": lambda x: x * x, "Exp": torch.exp,
+    "Neg": torch.neg, "Softmax": lambda x: torch.softmax(x, dim=-1),
+}
+_BINARY: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "Add": torch.add, "AddV2": torch.add, "Sub": torch.sub, "Mul": torch.mul, "RealDiv": torch.div,
+    "Minimum": torch.minimum, "Maximum": torch.maximum, "SquaredDifference": lambda a, b: (a - b) * (a - b),
+}
 
 
 def _op_bias_add(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
@@ -656,60 +566,30 @@ def _op_bias_add(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
     return ins[0] + ins[1]
 
 
-def _op_transpose(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
-    return ins[0].permute(_ints(ins[1]))
-
-
-def _op_leaky_relu(node: _Node, ins: list[torch.Tensor]) -> torch.Tensor:
-    return F.leaky_relu(ins[0], node.f("alpha", 0.2))
-
-
 _OPS: dict[str, _OpFn] = {
+    **{op: _unary(fn) for op, fn in _UNARY.items()},
+    **{op: _binary(fn) for op, fn in _BINARY.items()},
+    **dict.fromkeys(("Conv2D", "_FusedConv2D", "DepthwiseConv2dNative", "FusedDepthwiseConv2dNative"), _op_conv),
+    **dict.fromkeys(("MatMul", "_FusedMatMul"), _op_matmul),
+    **dict.fromkeys(("Pad", "PadV2"), _op_pad),
     "Identity": lambda node, ins: ins[0],
-    "Conv2D": _op_conv,
-    "_FusedConv2D": _op_conv,
-    "DepthwiseConv2dNative": _op_conv,
-    "FusedDepthwiseConv2dNative": _op_conv,
     "Conv2DBackpropInput": _op_conv_transpose,
-    "MatMul": _op_matmul,
-    "_FusedMatMul": _op_matmul,
     "BiasAdd": _op_bias_add,
-    "Add": _binary(torch.add),
-    "AddV2": _binary(torch.add),
-    "Sub": _binary(torch.sub),
-    "Mul": _binary(torch.mul),
-    "RealDiv": _binary(torch.div),
     "FloorDiv": _op_floordiv,
-    "Minimum": _binary(torch.minimum),
-    "Maximum": _binary(torch.maximum),
-    "SquaredDifference": _binary(lambda a, b: (a - b) * (a - b)),
-    "Sqrt": _unary(torch.sqrt),
-    "Rsqrt": _unary(torch.rsqrt),
-    "Square": _unary(lambda x: x * x),
-    "Exp": _unary(torch.exp),
-    "Neg": _unary(torch.neg),
-    "Relu": _unary(torch.relu),
-    "Relu6": _unary(lambda x: torch.clamp(x, 0.0, 6.0)),
-    "Elu": _unary(F.elu),
-    "LeakyRelu": _op_leaky_relu,
-    "Sigmoid": _unary(torch.sigmoid),
-    "Tanh": _unary(torch.tanh),
-    "Softmax": _op_softmax,
+    "LeakyRelu": lambda node, ins: F.leaky_relu(ins[0], node.f("alpha", 0.2)),
     "Mean": _op_reduce(torch.mean),
     "Sum": _op_reduce(torch.sum),
-    "Max": _op_reduce(_reduce_max),
-    "Pad": _op_pad,
-    "PadV2": _op_pad,
-    "Reshape": _op_reshape,
+    "Max": _op_reduce(torch.amax),
+    "Reshape": lambda node, ins: torch.reshape(ins[0], _ints(ins[1])),
     "Squeeze": _op_squeeze,
-    "ExpandDims": _op_expand_dims,
-    "Cast": _op_cast,
+    "ExpandDims": lambda node, ins: ins[0].unsqueeze(_int(ins[1])),
+    "Cast": lambda node, ins: ins[0].to(node.dtype("DstT", torch.float32)),  # returns ins[0] itself if no change
     "Unpack": _op_unpack,
-    "Pack": _op_pack,
-    "ConcatV2": _op_concat,
+    "Pack": lambda node, ins: torch.stack([t.to(ins[0].dtype) for t in ins], dim=node.i("axis", 0)),
+    "ConcatV2": lambda node, ins: torch.cat(ins[:-1], dim=_int(ins[-1])),
     "Shape": _op_shape,
     "StridedSlice": _op_strided_slice,
-    "Transpose": _op_transpose,
+    "Transpose": lambda node, ins: ins[0].permute(_ints(ins[1])),
     "GatherNd": _op_gather_nd,
     "ArgMax": _op_argmax,
     "ResizeBilinear": _op_resize_bilinear,
@@ -748,14 +628,8 @@ class GraphModel(nn.Module):
         output_names: the signature's output names (without the ``:0`` suffix), in the file's order.
     """
 
-    def __init__(
-        self,
-        nodes: Sequence[Mapping[str, Any]],
-        constants: Mapping[str, torch.Tensor],
-        *,
-        signature: Mapping[str, Any] | None = None,
-        source: str = "<memory>",
-    ) -> None:
+    def __init__(self, nodes: Sequence[Mapping[str, Any]], constants: Mapping[str, torch.Tensor], *,
+                 signature: Mapping[str, Any] | None = None, source: str = "<memory>") -> None:
         super().__init__()
         self.source = source
         self._nodes: dict[str, _Node] = {}
@@ -788,9 +662,7 @@ class GraphModel(nn.Module):
         for node in self._nodes.values():
             if node.op != "Const":
                 continue
-            value = constants.get(node.name)
-            if value is None:
-                value = _inline_const(node)
+            value = constants[node.name] if node.name in constants else _inline_const(node)
             if value is None:
                 raise InvalidArgumentError(f"{source}: no weight in the manifest for constant node {node.name!r}")
             key = _store_key(node.name)
@@ -809,10 +681,8 @@ class GraphModel(nn.Module):
         for name in self.input_names:
             node = self._nodes[name]
             shp = node.attr.get("shape", {}).get("shape")
-            dims = None
-            if shp is not None and not shp.get("unknownRank"):
-                dims = [int(d.get("size", -1)) for d in shp.get("dim", [])]
-            self._input_shapes[name] = dims
+            known = shp is not None and not shp.get("unknownRank")
+            self._input_shapes[name] = [int(d.get("size", -1)) for d in shp.get("dim", [])] if known else None
             self._input_dtypes[name] = node.dtype("dtype", torch.float32) or torch.float32
         outs = [] if not signature else list((signature.get("outputs") or {}).values())
         self.output_names: list[str] = []
@@ -826,10 +696,7 @@ class GraphModel(nn.Module):
     @property
     def ops(self) -> dict[str, int]:
         """How many nodes use each op."""
-        counts: dict[str, int] = {}
-        for n in self._nodes.values():
-            counts[n.op] = counts.get(n.op, 0) + 1
-        return counts
+        return dict(Counter(n.op for n in self._nodes.values()))
 
     def node_names(self) -> list[str]:
         return list(self._nodes)
@@ -844,10 +711,8 @@ class GraphModel(nn.Module):
         return getattr(getattr(self, where), key)
 
     def extra_repr(self) -> str:
-        return (
-            f"source={self.source!r}, nodes={len(self._nodes)}, inputs={self.input_names}, "
-            f"outputs={self.output_names}"
-        )
+        return (f"source={self.source!r}, nodes={len(self._nodes)}, inputs={self.input_names}, "
+                f"outputs={self.output_names}")
 
     # -- execution ----------------------------------------------------------------------------------------------
     def _plan(self, targets: tuple[str, ...]) -> _Plan:
@@ -869,11 +734,7 @@ class GraphModel(nn.Module):
                 node = self._nodes[name]
                 if k < len(node.inputs):
                     stack.append((name, k + 1))
-                    src = node.inputs[k][0]
-                    if state.get(src) != 2:
-                        if state.get(src) == 1:
-                            raise InvalidArgumentError(f"{self.source}: the graph has a cycle through node {src!r}")
-                        stack.append((src, 0))
+                    stack.append((node.inputs[k][0], 0))  # popped next: skipped if done, a cycle if on the stack
                 else:
                     state[name] = 2
                     order.append(node)
@@ -886,9 +747,8 @@ class GraphModel(nn.Module):
         for name, i in last_use.items():
             if name not in keep:
                 release[i].append(name)
-        plan = _Plan(order, release)
-        self._plans[targets] = plan
-        return plan
+        self._plans[targets] = _Plan(order, release)
+        return self._plans[targets]
 
     def _resolve_output(self, ref: str) -> tuple[str, int]:
         if not isinstance(ref, str):
@@ -939,20 +799,16 @@ class GraphModel(nn.Module):
         return feeds
 
     def _device_of(self) -> torch.device:
-        for p in self.weights.parameters():
-            return p.device
-        for b in self.int_constants.buffers():
-            return b.device
-        return torch.device("cpu")
+        first = next(itertools.chain(self.weights.parameters(), self.int_constants.buffers()), None)
+        return torch.device("cpu") if first is None else first.device
 
     def _run(self, feeds: Mapping[str, torch.Tensor], refs: list[tuple[str, int]]) -> list[torch.Tensor]:
         targets = tuple(dict.fromkeys(name for name, _ in refs))
-        plan = self._plan(targets)
         env: dict[str, list[torch.Tensor]] = {}
+        plan = self._plan(targets)
         for node, release in zip(plan.steps, plan.release):
             if node.op == "Const":
-                where, key = self._const[node.name]
-                env[node.name] = [getattr(getattr(self, where), key)]
+                env[node.name] = [self.constant(node.name)]
             elif node.op == "Placeholder":
                 if node.name not in feeds:
                     raise InvalidArgumentError(f"{self.source}: placeholder {node.name!r} needs a value")
@@ -978,9 +834,7 @@ class GraphModel(nn.Module):
         return results
 
     def forward(
-        self,
-        inputs: torch.Tensor | Mapping[str, torch.Tensor],
-        outputs: str | Sequence[str] | None = None,
+        self, inputs: torch.Tensor | Mapping[str, torch.Tensor], outputs: str | Sequence[str] | None = None
     ) -> torch.Tensor | list[torch.Tensor] | dict[str, torch.Tensor]:
         """Execute the graph.
 
@@ -1012,14 +866,10 @@ class GraphModel(nn.Module):
         refs = [self._resolve_output(n) for n in names]
         feeds = self._feeds(inputs)
         batches = {x.shape[0] for x in feeds.values() if x.ndim}
-        looped = [
-            n for n, x in feeds.items() if (self._input_shapes[n] or [None])[0] == 1 and x.ndim and x.shape[0] != 1
-        ]
-        if looped:
+        # a batch fed to a placeholder that declares a batch of 1 runs sample by sample
+        if any((self._input_shapes[n] or [None])[0] == 1 and x.ndim and x.shape[0] != 1 for n, x in feeds.items()):
             if len(batches) != 1 or 0 in batches:
-                raise ShapeError(
-                    f"{self.source}: inputs must share one non-zero batch size, got {sorted(batches)}"
-                )
+                raise ShapeError(f"{self.source}: inputs must share one non-zero batch size, got {sorted(batches)}")
             per_sample = [self._run({n: x[i : i + 1] for n, x in feeds.items()}, refs) for i in range(batches.pop())]
             results = []
             for j, name in enumerate(names):
