@@ -23,7 +23,7 @@ weight-gradient convolution.  Same clipped sum up to rounding (tested); ``N T^2`
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 import os
 import tempfile
 from pathlib import Path
@@ -60,22 +60,12 @@ class CachedFeatures(PoseSet):
     grams_for: str = ""
 
     def subset(self, index: torch.Tensor) -> "CachedFeatures":
-        return CachedFeatures(
-            images=self.images[index], keypoints=self.keypoints[index], visible=self.visible[index],
-            head_box=self.head_box[index], identity=self.identity[index], name=self.name, meta=dict(self.meta),
-            input_size=self.input_size, feature_of=self.feature_of,
-            grams=None if self.grams is None else self.grams[index], grams_for=self.grams_for,
-        )
+        return CachedFeatures(**vars(super().subset(index)), input_size=self.input_size, feature_of=self.feature_of,
+                              grams=None if self.grams is None else self.grams[index], grams_for=self.grams_for)
 
 
-def cache_features(
-    model: nn.Module,
-    data: PoseSet,
-    *,
-    transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
-    batch_size: int = 128,
-    path: str | Path | None = None,
-) -> CachedFeatures:
+def cache_features(model: nn.Module, data: PoseSet, *, transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
+                   batch_size: int = 128, path: str | Path | None = None) -> CachedFeatures:
     """Run ``model``'s frozen part once over ``data`` (optionally ``transform``-ed first, e.g. the blur ``psi``).
 
     Args:
@@ -141,11 +131,8 @@ def cache_features(
     finally:
         model.train(was_training)
     what = type(model.frozen).__name__ + ("" if transform is None else f" after {transform!r}")
-    return CachedFeatures(
-        images=feats, keypoints=data.keypoints, visible=data.visible, head_box=data.head_box,
-        identity=data.identity, name=data.name, meta=dict(data.meta), input_size=tuple(model.input_size),
-        feature_of=what,
-    )
+    pose = {f.name: getattr(data, f.name) for f in fields(PoseSet)} | {"images": feats, "meta": dict(data.meta)}
+    return CachedFeatures(**pose, input_size=tuple(model.input_size), feature_of=what)
 
 
 def first_trainable_layer(model: nn.Module) -> tuple[str, nn.Conv2d]:
@@ -188,13 +175,8 @@ def first_trainable_layer(model: nn.Module) -> tuple[str, nn.Conv2d]:
     return names[id(hit[0])], hit[0]
 
 
-def cache_input_grams(
-    model: nn.Module,
-    features: CachedFeatures,
-    *,
-    batch_size: int = 256,
-    max_gib: float = 6.0,
-) -> CachedFeatures:
+def cache_input_grams(model: nn.Module, features: CachedFeatures, *, batch_size: int = 256,
+                      max_gib: float = 6.0) -> CachedFeatures:
     """``features`` with the Gram matrices of their patches for ``model``'s first trainable layer attached.
 
     Each record's Gram (:func:`~privkit.dppose.grads.patch_gram`, ``T x T`` for ``T`` output positions of the
@@ -239,8 +221,4 @@ def cache_input_grams(
         for i in range(0, n, bs):
             x = torch.as_tensor(features.images[i:i + bs]).to(dev, torch.float32)
             grams[i:i + bs] = patch_gram(layer, x).to("cpu", torch.float32)
-    return CachedFeatures(
-        images=features.images, keypoints=features.keypoints, visible=features.visible, head_box=features.head_box,
-        identity=features.identity, name=features.name, meta=dict(features.meta), input_size=features.input_size,
-        feature_of=features.feature_of, grams=grams, grams_for=name,
-    )
+    return replace(features, meta=dict(features.meta), grams=grams, grams_for=name)

@@ -48,22 +48,9 @@ from torch import nn
 from .._validate import check_choice, check_int, check_positive
 from ..errors import InvalidArgumentError, ShapeError
 
-__all__ = [
-    "CLIP_EPS",
-    "PER_SAMPLE_METHODS",
-    "ClippedSum",
-    "trainable_parameters",
-    "per_sample_grads",
-    "per_sample_norms",
-    "clip_factors",
-    "clip_per_sample",
-    "clipped_grad_sum",
-    "patch_gram",
-    "flatten_grads",
-    "unflatten_grads",
-    "check_per_record_model",
-    "add_gaussian_noise",
-]
+__all__ = ["CLIP_EPS", "PER_SAMPLE_METHODS", "ClippedSum", "trainable_parameters", "per_sample_grads",
+           "per_sample_norms", "clip_factors", "clip_per_sample", "clipped_grad_sum", "patch_gram", "flatten_grads",
+           "unflatten_grads", "check_per_record_model", "add_gaussian_noise"]
 
 #: The clip factor is ``min(1, C / (||g|| + CLIP_EPS))`` (as in opacus and the public code).
 CLIP_EPS = 1e-6
@@ -87,8 +74,7 @@ def check_per_record_model(model: nn.Module) -> None:
         if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.training:
             raise InvalidArgumentError(
                 f"model: module {name!r} is a BatchNorm in train mode; its per-sample gradients mix records, "
-                "which breaks the DP-SGD sensitivity bound. Use GroupNorm, or freeze it (eval mode / frozen BN)."
-            )
+                "which breaks the DP-SGD sensitivity bound. Use GroupNorm, or freeze it (eval mode / frozen BN).")
 
 
 def _check_batch(batch: Batch) -> tuple[torch.Tensor, tuple[torch.Tensor, ...], int]:
@@ -130,15 +116,24 @@ def unflatten_grads(flat: torch.Tensor, like: dict[str, torch.Tensor]) -> dict[s
 
 
 # -------------------------------------------------------------------------------------------- clipping
+def _sum_in_order(terms) -> torch.Tensor | None:
+    """``terms[0] + terms[1] + ...``, added left to right (None when there is no term)."""
+    total = None
+    for t in terms:
+        total = t if total is None else total + t
+    return total
+
+
+def _sq_norms(g: torch.Tensor) -> torch.Tensor:
+    """(B,) squared L2 norms of the rows of ``g`` (B, ...)."""
+    return torch.linalg.vector_norm(g.reshape(g.shape[0], -1), dim=1).square()
+
+
 def per_sample_norms(grads: dict[str, torch.Tensor]) -> torch.Tensor:
     """(B,) L2 norms of per-sample gradients, taken jointly over all parameters."""
     if not grads:
         raise InvalidArgumentError("grads is empty")
-    sq = None
-    for g in grads.values():
-        s = torch.linalg.vector_norm(g.reshape(g.shape[0], -1), dim=1).square()
-        sq = s if sq is None else sq + s
-    return sq.sqrt()
+    return _sum_in_order(_sq_norms(g) for g in grads.values()).sqrt()
 
 
 def clip_factors(norms: torch.Tensor, clip: float) -> torch.Tensor:
@@ -178,8 +173,7 @@ def _vmap_grads(model: nn.Module, loss_fn: LossFn, x: torch.Tensor, targets: tup
         return loss, loss.detach()
 
     fn = vmap(grad(sample_loss, has_aux=True), in_dims=(None, 0, *([0] * len(targets))), chunk_size=chunk_size)
-    grads, losses = fn(params, x, *targets)
-    return grads, losses
+    return fn(params, x, *targets)
 
 
 # -------------------------------------------------------------------------------------------- hooks
@@ -218,9 +212,7 @@ def _layer_plan(model: nn.Module) -> list[tuple[nn.Module, dict[str, str]]] | No
             seen.add(id(p))
             entry[a] = names[id(p)]
         plan.append((m, entry))
-    if seen != set(names):
-        return None
-    return plan
+    return plan if seen == set(names) else None
 
 
 def _gram_layer_ok(m: nn.Module) -> bool:
@@ -387,11 +379,9 @@ class _LayerGrads:
                 # gradient only meets its own input.  Much faster on CPU than unfold + bmm.
                 w_shape = (b * m.out_channels, m.in_channels // m.groups, *m.kernel_size)
                 gw = torch.ops.aten.convolution_backward(
-                    g.reshape(1, b * g.shape[1], *g.shape[2:]),
-                    a.reshape(1, b * a.shape[1], *a.shape[2:]),
-                    a.new_empty(w_shape),
-                    None, m.stride, m.padding, m.dilation, False, (0, 0), b * m.groups, (False, True, False),
-                )[1]
+                    g.reshape(1, b * g.shape[1], *g.shape[2:]), a.reshape(1, b * a.shape[1], *a.shape[2:]),
+                    a.new_empty(w_shape), None, m.stride, m.padding, m.dilation, False, (0, 0), b * m.groups,
+                    (False, True, False))[1]
                 self._add("weight", gw.view(b, *m.weight.shape))
             if m.bias is not None:
                 self._add("bias", g.reshape(b, g.shape[1], -1).sum(2))
@@ -412,20 +402,15 @@ class _LayerGrads:
                 self._add("bias", per_sample(g))
 
     def sq_norms(self) -> torch.Tensor:
-        out = None
-        for g in self.ps.values():
-            s = torch.linalg.vector_norm(g.reshape(g.shape[0], -1), dim=1).square()
-            out = s if out is None else out + s
+        terms = [_sq_norms(g) for g in self.ps.values()]
         if self.ghost is not None:
             a, g = self.ghost
-            s = (torch.bmm(a, a.transpose(1, 2)) * torch.bmm(g, g.transpose(1, 2))).sum((1, 2))
-            out = s if out is None else out + s
+            terms.append((torch.bmm(a, a.transpose(1, 2)) * torch.bmm(g, g.transpose(1, 2))).sum((1, 2)))
         if self.conv_ghost is not None:  # ||sum_p g_p u_p^T||^2 = sum_pq (U^T U)_pq <g_p, g_q>
             _, g, gram = self.conv_ghost
             gt = g.reshape(g.shape[0], g.shape[1], -1).transpose(1, 2)  # (B, T, O)
-            s = (torch.bmm(gram.to(gt.dtype), gt) * gt).sum((1, 2))
-            out = s if out is None else out + s
-        return out
+            terms.append((torch.bmm(gram.to(gt.dtype), gt) * gt).sum((1, 2)))
+        return _sum_in_order(terms)
 
     def weighted_sums(self, c: torch.Tensor) -> dict[str, torch.Tensor]:
         out = {}
@@ -460,8 +445,7 @@ def _hooks_layers(model: nn.Module, loss_fn: LossFn, x: torch.Tensor, targets: t
             if o._version != version:
                 raise InvalidArgumentError(
                     f"the output of {type(m).__name__} was modified in place (e.g. ReLU(inplace=True)); "
-                    "per-sample gradients by hooks need out-of-place operations (or use method='vmap')"
-                )
+                    "per-sample gradients by hooks need out-of-place operations (or use method='vmap')")
             outputs.append(o)
     gouts = list(torch.autograd.grad(loss * b, outputs, allow_unused=True))
     shapes = [o.shape for o in outputs]
@@ -502,22 +486,15 @@ def _resolve_method(model: nn.Module, method: str) -> tuple[str, list | None]:
     plan = _layer_plan(model)
     if plan is None:
         if method == "hooks":
-            raise InvalidArgumentError(
-                "method='hooks' supports only models whose trainable parameters all belong to nn.Linear, "
-                "nn.Conv2d (numeric zero padding), nn.GroupNorm or nn.LayerNorm; use method='vmap'"
-            )
+            raise InvalidArgumentError("method='hooks' supports only models whose trainable parameters all belong to "
+                                       "nn.Linear, nn.Conv2d (numeric zero padding), nn.GroupNorm or nn.LayerNorm; "
+                                       "use method='vmap'")
         return "vmap", None
     return "hooks", plan
 
 
-def per_sample_grads(
-    model: nn.Module,
-    loss_fn: LossFn,
-    batch: Batch,
-    *,
-    chunk_size: int | None = None,
-    method: Literal["auto", "vmap", "hooks"] = "vmap",
-) -> dict[str, torch.Tensor]:
+def per_sample_grads(model: nn.Module, loss_fn: LossFn, batch: Batch, *, chunk_size: int | None = None,
+                     method: Literal["auto", "vmap", "hooks"] = "vmap") -> dict[str, torch.Tensor]:
     """Per-sample gradients of the trainable parameters.
 
     Args:
@@ -548,10 +525,7 @@ def per_sample_grads(
     if how == "vmap":
         return _vmap_grads(model, loss_fn, x, targets, chunk_size)[0]
     layers, _ = _hooks_layers(model, loss_fn, x, targets, plan, materialize=True)
-    flat = {}
-    for layer in layers:
-        for attr, g in layer.ps.items():
-            flat[layer.attrs[attr]] = g
+    flat = {layer.attrs[attr]: g for layer in layers for attr, g in layer.ps.items()}
     return {n: flat[n] for n in params}
 
 
@@ -620,16 +594,9 @@ class ClippedSum:
                           batch_size=sum(p.batch_size for p in parts), non_finite=sum(p.non_finite for p in parts))
 
 
-def clipped_grad_sum(
-    model: nn.Module,
-    loss_fn: LossFn,
-    batch: Batch,
-    *,
-    clip: float,
-    method: Literal["auto", "vmap", "hooks"] = "auto",
-    chunk_size: int | None = None,
-    input_grams: Mapping[nn.Module, torch.Tensor] | None = None,
-) -> ClippedSum:
+def clipped_grad_sum(model: nn.Module, loss_fn: LossFn, batch: Batch, *, clip: float,
+                     method: Literal["auto", "vmap", "hooks"] = "auto", chunk_size: int | None = None,
+                     input_grams: Mapping[nn.Module, torch.Tensor] | None = None) -> ClippedSum:
     """``sum_i clip_C(grad loss(w, z_i))``: ONE clip per record, norm over all trainable parameters jointly.
 
     With ``method="hooks"`` (chosen by ``"auto"`` when the layers allow it) the
@@ -688,36 +655,25 @@ def clipped_grad_sum(
         return ClippedSum(grads={n: sums[n].detach() for n in params}, norms=norms.detach(), loss=loss.detach(),
                           batch_size=b, non_finite=int((~ok).sum()))
     layers, loss = _hooks_layers(model, loss_fn, x, targets, plan, materialize=False, grams=grams)
-    sq = None
-    for layer in layers:
-        s = layer.sq_norms()
-        sq = s if sq is None else sq + s
-    norms = sq.clamp_min(0).sqrt()
+    norms = _sum_in_order(layer.sq_norms() for layer in layers).clamp_min(0).sqrt()
     ok = torch.isfinite(norms)
     if not bool(ok.all()):
         # The per-layer contractions sum over the batch, so one non-finite record would poison them: recompute the
         # sum over the finite records only (records are independent, see check_per_record_model); the others
         # contribute zero.
         keep = ok.nonzero().squeeze(1)
+        grams_kept = None if input_grams is None else {m: gram[keep] for m, gram in input_grams.items()}
         sub = clipped_grad_sum(model, loss_fn, (x[keep], *(t[keep] for t in targets)), clip=c, method="hooks",
-                               input_grams=None if input_grams is None else
-                               {m: gram[keep] for m, gram in input_grams.items()})
+                               input_grams=grams_kept)
         return ClippedSum(grads=sub.grads, norms=norms.detach(), loss=sub.loss, batch_size=b,
                           non_finite=int((~ok).sum()))
     f = clip_factors(norms, c)
-    sums: dict[str, torch.Tensor] = {}
-    for layer in layers:
-        sums.update(layer.weighted_sums(f))
+    sums = {name: g for layer in layers for name, g in layer.weighted_sums(f).items()}
     return ClippedSum(grads={n: sums[n] for n in params}, norms=norms, loss=loss, batch_size=b)
 
 
-def add_gaussian_noise(
-    total: torch.Tensor,
-    *,
-    clip: float,
-    noise_multiplier: float,
-    generator: torch.Generator | None = None,
-) -> torch.Tensor:
+def add_gaussian_noise(total: torch.Tensor, *, clip: float, noise_multiplier: float,
+                       generator: torch.Generator | None = None) -> torch.Tensor:
     """``total + N(0, (noise_multiplier * clip)^2 I)``: the Gaussian mechanism of DP-SGD.
 
     Args:
@@ -741,8 +697,7 @@ def add_gaussian_noise(
     if total.numel() and not bool(torch.isfinite(total).all()):
         raise InvalidArgumentError(
             "total (the clipped gradient sum) contains NaN or inf values; the Gaussian mechanism needs a finite sum "
-            "of norm-bounded gradients (a non-finite record must never reach the sum)"
-        )
+            "of norm-bounded gradients (a non-finite record must never reach the sum)")
     from ..privacy.samplers import sample_gaussian
 
     noise = sample_gaussian(tuple(total.shape), sigma=s * c, generator=generator, device=total.device,

@@ -54,22 +54,13 @@ class PCKhResult:
 
     def as_dict(self) -> dict[str, float]:
         """``{"mean": ..., "<joint name>": ...}`` (MPII names when J = 16)."""
-        names = MPII_JOINTS if self.per_joint.numel() == len(MPII_JOINTS) else [
-            f"joint_{j}" for j in range(self.per_joint.numel())
-        ]
-        out = {"mean": self.mean}
-        out.update({n: float(v) for n, v in zip(names, self.per_joint.tolist())})
-        return out
+        j = self.per_joint.numel()
+        names = MPII_JOINTS if j == len(MPII_JOINTS) else [f"joint_{i}" for i in range(j)]
+        return {"mean": self.mean, **{n: float(v) for n, v in zip(names, self.per_joint.tolist())}}
 
 
-def pckh(
-    pred: torch.Tensor,
-    gt: torch.Tensor,
-    visible: torch.Tensor,
-    head_box: torch.Tensor,
-    *,
-    alpha: float = 0.5,
-) -> PCKhResult:
+def pckh(pred: torch.Tensor, gt: torch.Tensor, visible: torch.Tensor, head_box: torch.Tensor, *,
+         alpha: float = 0.5) -> PCKhResult:
     """PCKh@alpha with the MPII conventions of the module docstring.
 
     Args:
@@ -101,10 +92,7 @@ def pckh(
     hits = correct.sum(0)
     per_joint = torch.where(counts > 0, 100.0 * hits.double() / counts.clamp_min(1).double(),
                             torch.full_like(hits, float("nan"), dtype=torch.float64))
-    keep = torch.ones(j, dtype=torch.bool, device=p.device)
-    for idx in EXCLUDED_FROM_MEAN:
-        if idx < j:
-            keep[idx] = False
+    keep = torch.tensor([idx not in EXCLUDED_FROM_MEAN for idx in range(j)], dtype=torch.bool, device=p.device)
     total = int(counts[keep].sum())
     mean = 100.0 * float(hits[keep].sum()) / total if total > 0 else float("nan")
     return PCKhResult(mean=mean, per_joint=per_joint.float().cpu(), counts=counts.cpu(), alpha=a)

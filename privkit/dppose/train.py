@@ -57,36 +57,14 @@ from ..privacy.accounting import ACCOUNTANTS, accountant_for, epsilon_from_histo
 from ..privacy.guarantee import Neighbouring, PrivacyGuarantee
 from ..privacy.samplers import make_generator, poisson_subset
 from .features import CachedFeatures, first_trainable_layer
-from .grads import (
-    ClippedSum,
-    add_gaussian_noise,
-    check_per_record_model,
-    clipped_grad_sum,
-    flatten_grads,
-    per_sample_grads,
-    trainable_parameters,
-    unflatten_grads,
-)
+from .grads import (ClippedSum, add_gaussian_noise, check_per_record_model, clipped_grad_sum, flatten_grads,
+                    per_sample_grads, trainable_parameters, unflatten_grads)
 from .metrics import PCKhResult, pckh
 from .model import build_pose_model, simcc_kl_loss
 from .subspace import PublicSubspace, public_subspace
 
-__all__ = [
-    "METHODS",
-    "GaussianBlur",
-    "TrainResult",
-    "pose_loss",
-    "pose_batch",
-    "evaluate_pckh",
-    "private_clipped_sum",
-    "neighbouring_for",
-    "DPSpec",
-    "PublicSpec",
-    "Schedule",
-    "PrivateTrainer",
-    "make_private",
-    "train",
-]
+__all__ = ["METHODS", "GaussianBlur", "TrainResult", "pose_loss", "pose_batch", "evaluate_pckh", "private_clipped_sum",
+           "neighbouring_for", "DPSpec", "PublicSpec", "Schedule", "PrivateTrainer", "make_private", "train"]
 
 Method = Literal["nonprivate", "dpsgd", "projected", "feature", "feature_projective"]
 
@@ -156,15 +134,9 @@ def pose_batch(model: nn.Module, data: PoseSet, index: torch.Tensor | None = Non
     return images, tx, ty, w
 
 
-def private_clipped_sum(
-    model: nn.Module,
-    batch: tuple[torch.Tensor, ...],
-    *,
-    method: Method,
-    clip: float,
-    per_sample_method: Literal["auto", "vmap", "hooks"] = "auto",
-    input_grams: dict[nn.Module, torch.Tensor] | None = None,
-) -> ClippedSum:
+def private_clipped_sum(model: nn.Module, batch: tuple[torch.Tensor, ...], *, method: Method, clip: float,
+                        per_sample_method: Literal["auto", "vmap", "hooks"] = "auto",
+                        input_grams: dict[nn.Module, torch.Tensor] | None = None) -> ClippedSum:
     """The private part of one step of ``method``: ``sum_i clip_C(grad l(w, x_i, y_i))`` on the RAW images.
 
     It is the same for every private method: one clip per record; the
@@ -212,22 +184,18 @@ def _check_poseset(name: str, data: Any, model: nn.Module | None = None, *, fini
         t = getattr(data, field_name)
         if isinstance(t, torch.Tensor) and t.is_floating_point() and not all_finite(t):
             bad = (~torch.isfinite(t.reshape(t.shape[0], -1))).any(1).nonzero().squeeze(1)
-            raise InvalidArgumentError(
-                f"{name}.{field_name} contains NaN or inf values in {bad.numel()} record(s) (first at index "
-                f"{int(bad[0])}); every value must be finite"
-            )
+            raise InvalidArgumentError(f"{name}.{field_name} contains NaN or inf values in {bad.numel()} record(s) "
+                                       f"(first at index {int(bad[0])}); every value must be finite")
     if model is not None and cached:
         if getattr(model, "frozen", None) is None:
             raise InvalidArgumentError(f"{name} holds cached features, but the model has no frozen part")
         if tuple(data.images.shape[1:]) != tuple(model.feature_shape) or tuple(data.input_size) != tuple(model.input_size):
             raise ShapeError(
                 f"{name} holds features of shape {tuple(data.images.shape[1:])} from {tuple(data.input_size)} images; "
-                f"the model's frozen part gives {tuple(model.feature_shape)} from {tuple(model.input_size)} images"
-            )
+                f"the model's frozen part gives {tuple(model.feature_shape)} from {tuple(model.input_size)} images")
     elif model is not None and tuple(data.images.shape[-2:]) != tuple(model.input_size):
-        raise ShapeError(
-            f"{name} has {tuple(data.images.shape[-2:])} images but the model expects {tuple(model.input_size)}"
-        )
+        raise ShapeError(f"{name} has {tuple(data.images.shape[-2:])} images but the model expects "
+                         f"{tuple(model.input_size)}")
 
 
 def _load_warm_start(model: nn.Module, warm_start: Any) -> None:
@@ -236,8 +204,7 @@ def _load_warm_start(model: nn.Module, warm_start: Any) -> None:
         if not path.is_file():
             raise MissingResourceError(
                 "warm-start weights", expected_at=str(path),
-                how_to_get="Save a pose model's state_dict there (safetensors or torch.save) or pass a state dict.",
-            )
+                how_to_get="Save a pose model's state_dict there (safetensors or torch.save) or pass a state dict.")
         if path.suffix == ".safetensors":
             from safetensors.torch import load_file
 
@@ -250,8 +217,7 @@ def _load_warm_start(model: nn.Module, warm_start: Any) -> None:
         state = warm_start.state_dict()
     else:
         raise InvalidArgumentError(
-            f"warm_start must be None, a state dict, an nn.Module or a path, got {type(warm_start).__name__}"
-        )
+            f"warm_start must be None, a state dict, an nn.Module or a path, got {type(warm_start).__name__}")
     try:
         model.load_state_dict(dict(state), strict=True)
     except RuntimeError as exc:
@@ -266,8 +232,7 @@ def _check_disjoint(private_set: PoseSet, public_set: PoseSet) -> None:
         raise InvalidArgumentError(
             f"public_set must be disjoint from private_set, but they share identities {sorted(shared)[:5]}"
             f"{' ...' if len(shared) > 5 else ''}; draw the public set from other people (the public code's "
-            "'public' set was the first training images, which is not public)"
-        )
+            "'public' set was the first training images, which is not public)")
     def rows(t: torch.Tensor, index: torch.Tensor | None = None):
         # in chunks: bounded memory even for a memory-mapped feature cache of MPII's size
         n = t.shape[0] if index is None else index.numel()
@@ -354,6 +319,8 @@ def neighbouring_for(method: str) -> str:
 #: privkit's accountant name -> the PrivacyGuarantee accountant kind.
 _ACCOUNTANT_KINDS = {"rdp": "opacus-rdp", "prv": "opacus-prv", "pld": "dp-accounting-pld"}
 _RECORD_UNIT = "one private training record (image and its keypoint labels)"
+#: The neighbouring relation -> the PrivacyGuarantee's name for it.
+_RELATIONS = {"substitution": "replace-one", "add_remove": "add-remove-one"}
 
 
 def _guarantee(method: str, *, epsilon_req: float | None, delta: float, eps: float, sigma: float, clip: float, q: float,
@@ -365,17 +332,13 @@ def _guarantee(method: str, *, epsilon_req: float | None, delta: float, eps: flo
     # to the clip C (dp_accounting's convention; replace-one moves the clipped sum by up to 2C, add/remove by C).
     event = SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(sigma)), steps)
     processing = [f"DP-SGD on per-record clipped gradients (clip C={clip:g})"]
-    notes = [
-        "epsilon is computed from the accountant's history of the steps actually run.",
-        "One clip per record; the divisor is the expected batch size.",
-        "The number of private records n is treated as public (as in DP-SGD practice): the sampling rate q = B/n "
-        "and the number of steps are computed from it.",
-    ]
+    notes = ["epsilon is computed from the accountant's history of the steps actually run.",
+             "One clip per record; the divisor is the expected batch size.",
+             "The number of private records n is treated as public (as in DP-SGD practice): the sampling rate q = B/n "
+             "and the number of steps are computed from it."]
     if math.isfinite(eps_value) and relation == "add_remove":
-        notes.append(
-            f"Replacing one record (instead of adding/removing it) is covered by group privacy: "
-            f"(ε={2 * eps_value:.3g}, δ={(1 + math.exp(eps_value)) * delta:.3g})."
-        )
+        notes.append(f"Replacing one record (instead of adding/removing it) is covered by group privacy: "
+                     f"(ε={2 * eps_value:.3g}, δ={(1 + math.exp(eps_value)) * delta:.3g}).")
     notes.append("history[*]['loss'], batch sizes and clipped fractions are computed on private data and are "
                  "not covered by this guarantee.")
     if method in _PROJECTED:
@@ -387,28 +350,22 @@ def _guarantee(method: str, *, epsilon_req: float | None, delta: float, eps: flo
                           f"(weight {public_weight:g})")
         neighbours = Neighbouring(
             relation="replace-one", unit="one private image's content beyond its public view ψ(x)", bound=2.0 * clip,
-            norm="l2",
-            detail=(f"feature-level DP relative to ψ = {blur.describe()}: neighbouring datasets have identical "
-                    "public features ψ(x) and identical keypoint labels and differ only in what ψ removes from one "
-                    "record (the record stays, so its clipped raw-image gradient can move by 2C)"),
-        )
+            norm="l2", detail=f"feature-level DP relative to ψ = {blur.describe()}: neighbouring datasets have "
+            "identical public features ψ(x) and identical keypoint labels and differ only in what ψ removes from one "
+            "record (the record stays, so its clipped raw-image gradient can move by 2C)")
         protects = ("the information in one private image that the blur removes; NOT the blurred image ψ(x) "
                     "and NOT the keypoint labels, which are treated as public")
         notes.append("f-FDP after Leemann et al. (2024): ψ(x) and the labels are public by assumption; the public "
                      "gradient uses the private labels, so the labels must be public for this claim to hold.")
         notes.append("The public-view batch is Poisson-sampled independently of the private batch (Algorithm 1 "
                      "of the paper; reusing the private batch would reveal its membership).")
-    elif relation == "substitution":
-        neighbours = Neighbouring(relation="replace-one", unit=_RECORD_UNIT, bound=2.0 * clip, norm="l2")
-        protects = "one private training record (image and keypoint labels)"
     else:
-        neighbours = Neighbouring(relation="add-remove-one", unit=_RECORD_UNIT, bound=clip, norm="l2")
+        neighbours = Neighbouring(relation=_RELATIONS[relation], unit=_RECORD_UNIT,
+                                  bound=2.0 * clip if relation == "substitution" else clip, norm="l2")
         protects = "one private training record (image and keypoint labels)"
-    return PrivacyGuarantee(
-        epsilon=eps_value, delta=delta, neighbours=neighbours, protects=protects, event=event,
-        requested_epsilon=epsilon_req, requested_delta=delta, notes=tuple(notes), processing=tuple(processing),
-        accountant=_ACCOUNTANT_KINDS[accountant],
-    )
+    return PrivacyGuarantee(epsilon=eps_value, delta=delta, neighbours=neighbours, protects=protects, event=event,
+                            requested_epsilon=epsilon_req, requested_delta=delta, notes=tuple(notes),
+                            processing=tuple(processing), accountant=_ACCOUNTANT_KINDS[accountant])
 
 
 # ---------------------------------------------------------------------------------------------- the trainer
@@ -537,10 +494,8 @@ class PrivateTrainer:
         for name, value, kind in (("dp", dp, DPSpec), ("public", public, PublicSpec), ("schedule", schedule, Schedule)):
             if value is not None and not isinstance(value, kind):
                 raise InvalidArgumentError(f"{name} must be a {kind.__name__}, got {type(value).__name__}")
+            setattr(self, name, kind() if value is None else value)  # self.dp, self.public, self.schedule
         self.method = method
-        self.dp = DPSpec() if dp is None else dp
-        self.public = PublicSpec() if public is None else public
-        self.schedule = Schedule() if schedule is None else schedule
         _check_poseset("private_set", private_set)
         self.n = len(private_set)
         if self.n == 0:
@@ -713,9 +668,8 @@ class PrivateTrainer:
             self.g_noise = make_generator(secure=True, device=self.dev)
         else:
             s_sample, s_noise, s_public, s_feature = _seeds(self.seed, 4)
-            self.g_sample = torch.Generator().manual_seed(s_sample)
-            self.g_public = torch.Generator().manual_seed(s_public)
-            self.g_feature = torch.Generator().manual_seed(s_feature)
+            self.g_sample, self.g_public, self.g_feature = (torch.Generator().manual_seed(s)
+                                                            for s in (s_sample, s_public, s_feature))
             self.g_noise = torch.Generator(device=self.dev).manual_seed(s_noise)
 
     # -- the steps ---------------------------------------------------------------------------------------------
@@ -746,10 +700,9 @@ class PrivateTrainer:
             pidx = torch.randperm(len(public_set), generator=self.g_public)[: self.m_pub]
         # the per-sample public gradients at the current weights (in parts, see Schedule.micro_batch), then the
         # top-k subspace: what public_subspace_from_model computes for one part
-        rows = [flatten_grads(per_sample_grads(self.fwd, pose_loss, pose_batch(self.net, public_set, part,
-                                                                                 device=self.dev),
-                                               method=self.dp.per_sample_method), batched=True).detach()
-                for part in self._parts(pidx)]
+        batches = (pose_batch(self.net, public_set, part, device=self.dev) for part in self._parts(pidx))
+        rows = [flatten_grads(per_sample_grads(self.fwd, pose_loss, batch, method=self.dp.per_sample_method),
+                              batched=True).detach() for batch in batches]
         self.subspace = public_subspace(torch.cat(rows), k=self.sub_k, allow_lower_rank=True)
 
     def _public_view_gradient(self, window: dict[str, float]) -> torch.Tensor | None:
@@ -779,9 +732,7 @@ class PrivateTrainer:
         parts = []
         for part in self._parts(idx):  # one clip per record: the batch's clipped sum is the sum over its parts
             batch = pose_batch(self.net, self.private_set, part, device=self.dev)
-            grams = None
-            if self.gram_layer is not None:
-                grams = {self.gram_layer: self.private_set.grams[part].to(self.dev)}
+            grams = None if self.gram_layer is None else {self.gram_layer: self.private_set.grams[part].to(self.dev)}
             parts.append(private_clipped_sum(self.fwd, batch, method=self.method, clip=self.c_norm,
                                              per_sample_method=self.dp.per_sample_method, input_grams=grams))
         cs = parts[0] if len(parts) == 1 else ClippedSum.combine(parts)
@@ -802,17 +753,22 @@ class PrivateTrainer:
             window["clipped"] += float((cs.norms > self.c_norm).sum())
             window["clipped_n"] += cs.batch_size
 
+    def _optimiser_step(self, perm: torch.Tensor | None, j: int, step: int, window: dict[str, float]) -> None:
+        """One optimiser step: private step ``step`` of the method, or the ``j``-th non-private batch of ``perm``."""
+        self.opt.zero_grad(set_to_none=True)
+        if self.private:
+            self._private_step(step, window)
+        else:
+            self._nonprivate_step(perm, j, window)
+        self.opt.step()
+
     def _log_entry(self, step: int, epoch: int, window: dict[str, float]) -> dict[str, Any]:
         entry: dict[str, Any] = {"step": step, "epoch": epoch + 1, "loss": window["loss"] / window["n"],
-                                 "batch_size": window["bs"] / window["n"]}
+                                 "batch_size": window["bs"] / window["n"], "eps_so_far": math.inf}
+        if self.private and not self.no_noise:
+            entry["eps_so_far"] = self._epsilon_spent()
         if self.private:
-            entry["eps_so_far"] = math.inf if self.no_noise else epsilon_from_history(
-                [(self.sigma, self.q, self.acc_steps)], delta=self.dlt, accountant=self.acct,
-                neighbouring=self.relation)
-            entry["clipped_fraction"] = (window["clipped"] / window["clipped_n"] if window["clipped_n"]
-                                         else float("nan"))
-        else:
-            entry["eps_so_far"] = math.inf
+            entry["clipped_fraction"] = window["clipped"] / window["clipped_n"] if window["clipped_n"] else float("nan")
         if self.method in _FEATURE:
             entry["public_loss"] = window["public_loss"] / window["n"]
         if self.subspace is not None:
@@ -849,19 +805,12 @@ class PrivateTrainer:
             sync()
             refresh = time.perf_counter() - t0
 
-        def one() -> None:
-            self.opt.zero_grad(set_to_none=True)
-            if self.private:
-                self._private_step(1, window)  # step 1: no refresh unless the run refreshes at every step
-            else:
-                self._nonprivate_step(perm, 0, window)
-            self.opt.step()
-
-        one()
+        # an untimed warm-up step, then the timed ones (step 1: no refresh unless the run refreshes at every step)
+        self._optimiser_step(perm, 0, 1, window)
         sync()
         t0 = time.perf_counter()
         for _ in range(steps):
-            one()
+            self._optimiser_step(perm, 0, 1, window)
         sync()
         self.opt.zero_grad(set_to_none=True)
         return {"step": (time.perf_counter() - t0) / steps, "refresh": refresh}
@@ -889,12 +838,7 @@ class PrivateTrainer:
         for epoch in range(self.schedule.epochs):
             perm = torch.randperm(self.n, generator=self.g_sample) if self.method == "nonprivate" else None
             for j in range(self.steps_per_epoch):
-                self.opt.zero_grad(set_to_none=True)
-                if perm is not None:
-                    self._nonprivate_step(perm, j, window)
-                else:
-                    self._private_step(step, window)
-                self.opt.step()
+                self._optimiser_step(perm, j, step, window)
                 step += 1
                 window["n"] += 1
                 if bar is not None:
@@ -910,54 +854,41 @@ class PrivateTrainer:
 
     def _config(self) -> dict[str, Any]:
         dp, s = self.dp, self.schedule
-        return {
-            "method": self.method, "epsilon": self.eps_req, "delta": self.dlt, "clip": self.c_norm,
-            "epochs": s.epochs, "batch_size": self.bsz, "k": self.sub_k, "refresh": self.sub_refresh,
-            "n_public": self.m_pub, "blur": None if self.psi is None else self.psi.describe(), "lr": float(s.lr),
-            "seed": self.seed, "accountant": self.acct, "neighbouring": self.relation,
-            "public_weight": self.pub_w if self.method in _FEATURE else None, "optimizer": s.optimizer,
-            "weight_decay": float(s.weight_decay), "n_private": self.n, "device": str(self.dev), "secure": dp.secure,
-            "cached_features": self.cached, "input_grams": self.gram_layer is not None, "micro_batch": s.micro_batch,
-        }
+        return {"method": self.method, "epsilon": self.eps_req, "delta": self.dlt, "clip": self.c_norm,
+                "epochs": s.epochs, "batch_size": self.bsz, "k": self.sub_k, "refresh": self.sub_refresh,
+                "n_public": self.m_pub, "blur": None if self.psi is None else self.psi.describe(), "lr": float(s.lr),
+                "seed": self.seed, "accountant": self.acct, "neighbouring": self.relation,
+                "public_weight": self.pub_w if self.method in _FEATURE else None, "optimizer": s.optimizer,
+                "weight_decay": float(s.weight_decay), "n_private": self.n, "device": str(self.dev),
+                "secure": dp.secure, "cached_features": self.cached, "input_grams": self.gram_layer is not None,
+                "micro_batch": s.micro_batch}
+
+    def _epsilon_spent(self) -> float:
+        """The accountant's epsilon for the steps run so far."""
+        return epsilon_from_history([(self.sigma, self.q, self.acc_steps)], delta=self.dlt, accountant=self.acct,
+                                    neighbouring=self.relation)
 
     def _guarantee(self) -> PrivacyGuarantee:
+        if self.private and not self.no_noise:
+            return _guarantee(self.method, epsilon_req=self.eps_req, delta=self.dlt, eps=self._epsilon_spent(),
+                              sigma=self.sigma, clip=self.c_norm, q=self.q, steps=self.acc_steps, accountant=self.acct,
+                              blur=self.psi, k=self.sub_k, public_weight=self.pub_w, refresh=self.sub_refresh)
         if self.no_noise:
-            return PrivacyGuarantee(
-                epsilon=math.inf, delta=1.0,
-                neighbours=Neighbouring(relation="replace-one" if self.relation == "substitution" else "add-remove-one",
-                                        unit=_RECORD_UNIT, detail="no noise: no relation is protected"),
-                protects="nothing: a no-noise control (noise_multiplier=0), for diagnosis only",
-                event=NonPrivateDpEvent(),
-                processing=(f"{self.method} with clipping (C={self.c_norm:g}) and everything else of the method, "
-                            "but no noise",),
-            )
-        if self.private:
-            eps = epsilon_from_history([(self.sigma, self.q, self.acc_steps)], delta=self.dlt, accountant=self.acct,
-                                       neighbouring=self.relation)
-            return _guarantee(self.method, epsilon_req=self.eps_req, delta=self.dlt, eps=eps, sigma=self.sigma,
-                              clip=self.c_norm, q=self.q, steps=self.acc_steps, accountant=self.acct, blur=self.psi,
-                              k=self.sub_k, public_weight=self.pub_w, refresh=self.sub_refresh)
+            detail, protects = "no noise", "nothing: a no-noise control (noise_multiplier=0), for diagnosis only"
+            processing = (f"{self.method} with clipping (C={self.c_norm:g}) and everything else of the method, "
+                          "but no noise")
+        else:
+            detail, protects = "non-private training", "nothing: non-private training"
+            processing = "non-private minibatch training (no clipping, no noise)"
         return PrivacyGuarantee(
-            epsilon=math.inf, delta=1.0,
-            neighbours=Neighbouring(relation="add-remove-one", unit=_RECORD_UNIT,
-                                    detail="non-private training: no relation is protected"),
-            protects="nothing: non-private training", event=NonPrivateDpEvent(),
-            processing=("non-private minibatch training (no clipping, no noise)",),
-        )
+            epsilon=math.inf, delta=1.0, protects=protects, event=NonPrivateDpEvent(), processing=(processing,),
+            neighbours=Neighbouring(relation=_RELATIONS[self.relation], unit=_RECORD_UNIT,
+                                    detail=f"{detail}: no relation is protected"))
 
 
-def make_private(
-    model: nn.Module | None,
-    private_set: PoseSet,
-    *,
-    method: Method,
-    dp: DPSpec | None = None,
-    public: PublicSpec | None = None,
-    schedule: Schedule | None = None,
-    seed: int = 0,
-    device: str | torch.device = "auto",
-    warm_start: Any = None,
-) -> PrivateTrainer:
+def make_private(model: nn.Module | None, private_set: PoseSet, *, method: Method, dp: DPSpec | None = None,
+                 public: PublicSpec | None = None, schedule: Schedule | None = None, seed: int = 0,
+                 device: str | torch.device = "auto", warm_start: Any = None) -> PrivateTrainer:
     """The user's model and data in, a (private) training loop out — call ``.run()`` on it.
 
     Args:

@@ -37,45 +37,16 @@ from privkit.dppose.metrics import PCKhResult
 from privkit.dppose.model import build_pose_model
 from privkit.dppose.train import METHODS, DPSpec, PublicSpec, Schedule, evaluate_pckh, train
 
-__all__ = [
-    "PAPER_MPII_PCKH",
-    "PAPER_NONPRIVATE_MPII",
-    "PAPER_HUMANART_AP",
-    "PAPER_GAP_FORMULA",
-    "MPII_SKELETON",
-    "RunSpec",
-    "RunOutcome",
-    "pose_model",
-    "design_runs",
-    "run_design",
-    "DesignData",
-    "DesignSettings",
-    "gap_recovered",
-    "gap_table",
-    "seed_spread",
-    "per_joint_table",
-    "paper_comparison",
-    "claims_table",
-    "pooled_seed_sd",
-    "step_cost",
-    "verdict",
-    "MACHINE_DRIFT",
-    "check_guarantees",
-    "compare_within_spread",
-    "draw_pose",
-    "projection_diagnostics",
-]
+__all__ = ["PAPER_MPII_PCKH", "PAPER_NONPRIVATE_MPII", "PAPER_HUMANART_AP", "PAPER_GAP_FORMULA", "MPII_SKELETON",
+           "RunSpec", "RunOutcome", "pose_model", "design_runs", "run_design", "DesignData", "DesignSettings",
+           "gap_recovered", "gap_table", "seed_spread", "per_joint_table", "paper_comparison", "claims_table",
+           "pooled_seed_sd", "step_cost", "verdict", "MACHINE_DRIFT", "check_guarantees", "compare_within_spread",
+           "draw_pose", "projection_diagnostics"]
 
 #: MPII PCKh@0.5 (%) of the paper, frozen-backbone fine-tuning, C = 0.01: ``(method, epsilon) -> PCKh``.
 PAPER_MPII_PCKH: dict[tuple[str, float], float] = {
-    ("dpsgd", 0.2): 63.85,
-    ("dpsgd", 0.8): 78.17,
-    ("projected", 0.2): 78.48,
-    ("projected", 0.8): 80.63,
-    ("feature", 0.2): 75.46,
-    ("feature", 0.8): 80.40,
-    ("feature_projective", 0.8): 82.61,
-}
+    ("dpsgd", 0.2): 63.85, ("dpsgd", 0.8): 78.17, ("projected", 0.2): 78.48, ("projected", 0.8): 80.63,
+    ("feature", 0.2): 75.46, ("feature", 0.8): 80.40, ("feature_projective", 0.8): 82.61}
 
 #: The paper's non-private MPII PCKh@0.5 used in its "73% of the gap" headline (secondary source A, full fine-tune).
 PAPER_NONPRIVATE_MPII = 89.36
@@ -192,10 +163,8 @@ def design_runs(cfg: Any, *, seed: int = 0) -> list[RunSpec]:
     seed = check_int("seed", seed, minimum=0)
     eps_all = tuple(cfg.epsilons) + tuple(cfg.epsilons_other)
     if not eps_all or not cfg.clips:
-        raise InvalidArgumentError(
-            f"cfg.epsilons + cfg.epsilons_other and cfg.clips must each hold at least one value, got "
-            f"{eps_all!r} and {tuple(cfg.clips)!r}"
-        )
+        raise InvalidArgumentError(f"cfg.epsilons + cfg.epsilons_other and cfg.clips must each hold at least one "
+                                   f"value, got {eps_all!r} and {tuple(cfg.clips)!r}")
     n_seeds = check_int("cfg.seeds", cfg.seeds, minimum=1)
     k0 = check_int("cfg.k", cfg.k, minimum=1)
     for m in cfg.scratch_methods:
@@ -207,13 +176,10 @@ def design_runs(cfg: Any, *, seed: int = 0) -> list[RunSpec]:
     def add(method: str, purpose: str, *, epsilon: float | None = None, clip: float | None = None,
             init: str = "warm", k: int | None = None, s: int = 0, view: str = "raw") -> None:
         private = method != "nonprivate"
-        spec = RunSpec(
-            method=method, init=init,
-            epsilon=float(epsilon if epsilon is not None else eps_max) if private else None,
-            clip=float(clip if clip is not None else c1) if private else None,
-            k=(k if k is not None else k0) if method in _PROJECTED else None,
-            seed=seed + s, view=view,
-        )
+        spec = RunSpec(method=method, init=init, seed=seed + s, view=view,
+                       epsilon=float(epsilon if epsilon is not None else eps_max) if private else None,
+                       clip=float(clip if clip is not None else c1) if private else None,
+                       k=(k if k is not None else k0) if method in _PROJECTED else None)
         old = runs.get(spec.key)
         purposes = (old.purposes if old else ()) + ((purpose,) if not old or purpose not in old.purposes else ())
         runs[spec.key] = replace(spec, purposes=purposes)
@@ -223,12 +189,11 @@ def design_runs(cfg: Any, *, seed: int = 0) -> list[RunSpec]:
     add("nonprivate", "seeds")
     if getattr(cfg, "blurred_baseline", False):
         add("nonprivate", "blurred", view="blurred")
-    for e in cfg.epsilons:
-        for m in ("dpsgd", "feature_projective"):
-            add(m, "grid", epsilon=float(e))
-    for e in cfg.epsilons_other:
-        for m in ("projected", "feature"):
-            add(m, "grid", epsilon=float(e))
+    for grid, methods in ((cfg.epsilons, ("dpsgd", "feature_projective")),
+                          (cfg.epsilons_other, ("projected", "feature"))):
+        for e in grid:
+            for m in methods:
+                add(m, "grid", epsilon=float(e))
     clip_methods = tuple(getattr(cfg, "other_clip_methods", _PRIVATE))
     for m in clip_methods:
         check_choice("cfg.other_clip_methods", m, _PRIVATE)
@@ -289,18 +254,15 @@ class RunOutcome:
         """One flat row for a results table."""
         s, g = self.spec, self.guarantee
         last = self.history[-1] if self.history else {}
-        return {
-            "method": s.method, "init": s.init, "view": s.view, "epsilon": s.epsilon, "clip_norm": s.clip, "k": s.k,
-            "seed": s.seed,
-            "purposes": "+".join(s.purposes), "pckh": self.pckh.mean,
-            "epsilon_reported": g.epsilon, "delta": g.delta if s.epsilon is not None else float("nan"),
-            "neighbouring": self.config.get("neighbouring", "") if s.epsilon is not None else "",
-            "accountant": self.config.get("accountant", "") if s.epsilon is not None else "",
-            "noise_multiplier": self.noise_multiplier, "sample_rate": self.sample_rate, "steps": self.steps,
-            "final_loss": last.get("loss", float("nan")),
-            "clipped_fraction": last.get("clipped_fraction", float("nan")),
-            "cpu_s": self.cpu_seconds, "wall_s": self.wall_seconds,
-        }
+        return {"method": s.method, "init": s.init, "view": s.view, "epsilon": s.epsilon, "clip_norm": s.clip,
+                "k": s.k, "seed": s.seed, "purposes": "+".join(s.purposes), "pckh": self.pckh.mean,
+                "epsilon_reported": g.epsilon, "delta": g.delta if s.epsilon is not None else float("nan"),
+                "neighbouring": self.config.get("neighbouring", "") if s.epsilon is not None else "",
+                "accountant": self.config.get("accountant", "") if s.epsilon is not None else "",
+                "noise_multiplier": self.noise_multiplier, "sample_rate": self.sample_rate, "steps": self.steps,
+                "final_loss": last.get("loss", float("nan")),
+                "clipped_fraction": last.get("clipped_fraction", float("nan")),
+                "cpu_s": self.cpu_seconds, "wall_s": self.wall_seconds}
 
 
 @dataclass(frozen=True, eq=False)
@@ -352,17 +314,10 @@ class DesignSettings:
     micro_batch: int | None = None
 
 
-def run_design(
-    runs: Sequence[RunSpec],
-    data: DesignData,
-    settings: DesignSettings,
-    *,
-    n_show: int = 4,
-    device: str | torch.device = "cpu",
-    progress: bool = False,
-    on_result: Callable[[RunOutcome], None] | None = None,
-    keep_model: Callable[[RunSpec], bool] | None = None,
-) -> list[RunOutcome]:
+def run_design(runs: Sequence[RunSpec], data: DesignData, settings: DesignSettings, *, n_show: int = 4,
+               device: str | torch.device = "cpu", progress: bool = False,
+               on_result: Callable[[RunOutcome], None] | None = None,
+               keep_model: Callable[[RunSpec], bool] | None = None) -> list[RunOutcome]:
     """Train and evaluate every run of a design.
 
     Args:
@@ -381,10 +336,7 @@ def run_design(
     if not isinstance(data, DesignData) or not isinstance(settings, DesignSettings):
         raise InvalidArgumentError("data must be a DesignData and settings a DesignSettings, got "
                                    f"{type(data).__name__} and {type(settings).__name__}")
-    private_set, test_set, make_model = data.private_set, data.test_set, data.make_model
-    warm_state, public_set, blurred_set = data.warm_state, data.public_set, data.blurred_set
-    delta, epochs, batch_size, lr = settings.delta, settings.epochs, settings.batch_size, settings.lr
-    n_public_grads, refresh, accountant = settings.n_public_grads, settings.refresh, settings.accountant
+    warm_state, public_set, blurred_set, test_set = data.warm_state, data.public_set, data.blurred_set, data.test_set
     nonprivate_epochs = settings.nonprivate_epochs
     n_show = check_int("n_show", n_show, minimum=0)
     outcomes: list[RunOutcome] = []
@@ -401,15 +353,15 @@ def run_design(
             raise InvalidArgumentError(f"run {spec.label!r} needs warm_state (the public-data pretraining)")
         dp = public = None
         if spec.method != "nonprivate":
-            dp = DPSpec(epsilon=spec.epsilon, delta=delta, clip=spec.clip, accountant=accountant)
+            dp = DPSpec(epsilon=spec.epsilon, delta=settings.delta, clip=spec.clip, accountant=settings.accountant)
         if spec.method in _PROJECTED:
             if public_set is None:
                 raise InsufficientDataError(f"run {spec.label!r} needs a public_set")
-            m = min(int(n_public_grads), len(public_set))
-            public = PublicSpec(public_set=public_set, k=min(int(spec.k), m), n_public=m, refresh=refresh)
+            m = min(int(settings.n_public_grads), len(public_set))
+            public = PublicSpec(public_set=public_set, k=min(int(spec.k), m), n_public=m, refresh=settings.refresh)
         if spec.method in ("feature", "feature_projective") and blurred_set is not None:
             public = PublicSpec(blurred_set=blurred_set) if public is None else replace(public, blurred_set=blurred_set)
-        train_set = private_set
+        train_set = data.private_set
         if spec.view == "blurred":
             if spec.method != "nonprivate":
                 raise InvalidArgumentError(f"run {spec.label!r}: only non-private runs train on blurred images")
@@ -419,11 +371,11 @@ def run_design(
         elif spec.view != "raw":
             raise InvalidArgumentError(f"run {spec.label!r}: view must be 'raw' or 'blurred', got {spec.view!r}")
         t0, c0 = time.perf_counter(), time.process_time()
-        run_epochs = epochs if spec.method != "nonprivate" or nonprivate_epochs is None else nonprivate_epochs
-        res = train(make_model(spec.seed), train_set, method=spec.method, dp=dp, public=public,
-                    schedule=Schedule(epochs=run_epochs, batch_size=batch_size, lr=lr, micro_batch=settings.micro_batch),
-                    seed=spec.seed, device=device,
-                    warm_start=warm_state if spec.init == "warm" else None)
+        epochs = settings.epochs if spec.method != "nonprivate" or nonprivate_epochs is None else nonprivate_epochs
+        schedule = Schedule(epochs=epochs, batch_size=settings.batch_size, lr=settings.lr,
+                            micro_batch=settings.micro_batch)
+        res = train(data.make_model(spec.seed), train_set, method=spec.method, dp=dp, public=public, schedule=schedule,
+                    seed=spec.seed, device=device, warm_start=warm_state if spec.init == "warm" else None)
         cpu, wall = time.process_time() - c0, time.perf_counter() - t0
         score = evaluate_pckh(res.model, test_set)
         pred = (res.model.predict(test_set.images[:n_show], features=isinstance(test_set, CachedFeatures)).cpu()
@@ -443,18 +395,9 @@ def run_design(
 
 
 # ---------------------------------------------------------------------------------------------- diagnostics
-def projection_diagnostics(
-    models: dict[str, nn.Module],
-    *,
-    private_set: PoseSet,
-    public_set: PoseSet,
-    ks: Sequence[int],
-    clip: float,
-    noise_multiplier: float,
-    batch_size: int,
-    n_private: int = 256,
-    n_public: int = 256,
-) -> pd.DataFrame:
+def projection_diagnostics(models: dict[str, nn.Module], *, private_set: PoseSet, public_set: PoseSet,
+                           ks: Sequence[int], clip: float, noise_multiplier: float, batch_size: int,
+                           n_private: int = 256, n_public: int = 256) -> pd.DataFrame:
     """What projected DP-SGD depends on, measured at given weights.
 
     At each model's weights: the clean mean clipped gradient ``g`` of ``n_private`` private records (one clip
@@ -513,18 +456,8 @@ def projection_diagnostics(
     return pd.DataFrame(rows)
 
 
-def step_cost(
-    make_model: Callable[[int], nn.Module],
-    data: PoseSet,
-    *,
-    batch_size: int,
-    clip: float,
-    delta: float,
-    lr: float,
-    device: str | torch.device = "cpu",
-    rounds: int = 5,
-    steps: int = 2,
-) -> dict[str, Any]:
+def step_cost(make_model: Callable[[int], nn.Module], data: PoseSet, *, batch_size: int, clip: float, delta: float,
+              lr: float, device: str | torch.device = "cpu", rounds: int = 5, steps: int = 2) -> dict[str, Any]:
     """Seconds per optimiser step of non-private training and of DP-SGD on the same network and data, interleaved.
 
     ``rounds`` times, a fresh non-private and a fresh DP-SGD trainer each time ``steps`` steps
@@ -556,8 +489,7 @@ def step_cost(
     for r in range(rounds):
         for method in times:
             dp = None if method == "nonprivate" else DPSpec(noise_multiplier=1.0, delta=delta, clip=clip)
-            trainer = make_private(make_model(r), data, method=method, dp=dp, schedule=schedule, seed=r,
-                                   device=device)
+            trainer = make_private(make_model(r), data, method=method, dp=dp, schedule=schedule, seed=r, device=device)
             times[method].append(trainer.probe_seconds(steps)["step"])
     a, b = median(times["nonprivate"]), median(times["dpsgd"])
     return {"nonprivate_s": a, "dpsgd_s": b, "ratio": b / a, "grams": grams, "rounds": rounds, "steps": steps,
@@ -619,14 +551,11 @@ def gap_table(df: pd.DataFrame, *, clip: float, k: int, seed: int) -> pd.DataFra
     rows = []
     for _, r in d[d.method != "nonprivate"].sort_values(["method", "epsilon"]).iterrows():
         same = float(dp[r.epsilon]) if r.epsilon in dp.index else float("nan")
-        rows.append({
-            "method": r.method, "epsilon": r.epsilon, "pckh": r.pckh, "nonprivate": high,
-            "dpsgd_low": float(dp[eps_min]), "eps_low": eps_min,
-            "gap_paper": gap_recovered(r.pckh, low=float(dp[eps_min]), high=high),
-            "dpsgd_same_eps": same,
-            "gap_same_eps": gap_recovered(r.pckh, low=same, high=high) if same == same and same != high
-            else float("nan"),
-        })
+        gap_same = gap_recovered(r.pckh, low=same, high=high) if same == same and same != high else float("nan")
+        rows.append({"method": r.method, "epsilon": r.epsilon, "pckh": r.pckh, "nonprivate": high,
+                     "dpsgd_low": float(dp[eps_min]), "eps_low": eps_min,
+                     "gap_paper": gap_recovered(r.pckh, low=float(dp[eps_min]), high=high),
+                     "dpsgd_same_eps": same, "gap_same_eps": gap_same})
     return pd.DataFrame(rows)
 
 
@@ -798,15 +727,12 @@ def claims_table(df: pd.DataFrame, *, epsilons: Sequence[float], clip: float, ot
         rows.append({"claim": claim, "paper": paper, "ours": ours, "n_runs": f"{r['n_a']} vs {r['n_b']}",
                      "difference": r["diff"], "margin": r["margin"], "verdict": r["verdict"]})
 
-    for e in sorted({lo, hi}):
-        add(f"feature-projective DP > DP-SGD at eps={e:g}", "82.61 vs 78.17 at eps=0.8, C=0.01",
-            c("feature_projective", e), c("dpsgd", e), f"eps={e:g}")
-    for e in sorted({lo, hi}):
-        add(f"projected DP-SGD >= DP-SGD at eps={e:g}", "78.48 vs 63.85 (eps=0.2), 80.63 vs 78.17 (eps=0.8)",
-            c("projected", e), c("dpsgd", e), f"eps={e:g}")
-    for e in sorted({lo, hi}):
-        add(f"feature DP > DP-SGD at eps={e:g}", "75.46 vs 63.85 (eps=0.2), 80.40 vs 78.17 (eps=0.8)",
-            c("feature", e), c("dpsgd", e), f"eps={e:g}")
+    for m, claim, paper in (
+            ("feature_projective", "feature-projective DP >", "82.61 vs 78.17 at eps=0.8, C=0.01"),
+            ("projected", "projected DP-SGD >=", "78.48 vs 63.85 (eps=0.2), 80.63 vs 78.17 (eps=0.8)"),
+            ("feature", "feature DP >", "75.46 vs 63.85 (eps=0.2), 80.40 vs 78.17 (eps=0.8)")):
+        for e in sorted({lo, hi}):
+            add(f"{claim} DP-SGD at eps={e:g}", paper, c(m, e), c("dpsgd", e), f"eps={e:g}")
     add("feature-projective DP > feature DP (the projection helps)", "82.61 vs 80.40 at eps=0.8",
         c("feature_projective", hi), c("feature", hi), f"eps={hi:g}")
     add(f"DP-SGD improves with epsilon ({lo:g} -> {hi:g})", "63.85 (eps=0.2) -> 78.17 (eps=0.8)",

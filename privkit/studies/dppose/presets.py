@@ -88,15 +88,6 @@ _PAPER_EPS = (0.2, 0.4, 0.6, 0.8)
 
 _ALL_PRIVATE = ("dpsgd", "projected", "feature", "feature_projective")
 
-SMOKE = DPPoseConfig(
-    dataset="synthpose", image_size=64, n_private=256, n_public=64, n_test=64,
-    backbone="efficientnet_lite0", width=16, pretrain_epochs=1, pretrain_lr=2e-3,
-    batch_size=32, epochs=1, nonprivate_epochs=1, lr=1e-3, delta=4e-5,
-    epsilons=(0.8,), epsilons_other=(0.8,), clips=(0.1,), seeds=1,
-    seed_methods=("dpsgd", "feature_projective"), other_clip_methods=(), blurred_baseline=True,
-    scratch_methods=("nonprivate",), k=16, k_grid=(4,), n_public_grads=32, refresh=4,
-    n_show=3, accountant="prv", ablation_backbone="movenet_lightning",
-)
 DEFAULT = DPPoseConfig(
     dataset="synthpose", image_size=128, n_private=8192, n_public=4096, n_test=512,
     backbone="efficientnet_lite0", width=64, pretrain_epochs=12, pretrain_lr=2e-3,
@@ -106,16 +97,19 @@ DEFAULT = DPPoseConfig(
     scratch_methods=("nonprivate", "dpsgd", "feature", "feature_projective"), k=100, k_grid=(10, 250),
     n_public_grads=256, refresh=50, n_show=4, accountant="prv", ablation_backbone="movenet_lightning",
 )
-PAPER = DPPoseConfig(
-    dataset="mpii", image_size=256, n_private=0, n_public=4096, n_test=0,
-    backbone="tiny_vit_5m", width=16, pretrain_epochs=10, pretrain_lr=1e-3,
-    batch_size=32, epochs=25, nonprivate_epochs=25, lr=1e-3, delta=4e-5,
-    epsilons=_PAPER_EPS, epsilons_other=_PAPER_EPS, clips=(0.01, 0.1, 1.0), seeds=3,
+#: DEFAULT at the smallest sizes (one epsilon, one clip, one seed).
+SMOKE = replace(
+    DEFAULT, image_size=64, n_private=256, n_public=64, n_test=64, width=16, pretrain_epochs=1, batch_size=32,
+    nonprivate_epochs=1, epsilons=(0.8,), epsilons_other=(0.8,), clips=(0.1,), seeds=1,
+    seed_methods=("dpsgd", "feature_projective"), other_clip_methods=(), scratch_methods=("nonprivate",), k=16,
+    k_grid=(4,), n_public_grads=32, refresh=4, n_show=3)
+#: The paper's setting: MPII and TinyViT-5M, 25 epochs at batch 32, every clip for every private method.
+PAPER = replace(
+    DEFAULT, dataset="mpii", image_size=256, n_private=0, n_test=0, backbone="tiny_vit_5m", width=16,
+    pretrain_epochs=10, pretrain_lr=1e-3, batch_size=32, epochs=25, nonprivate_epochs=25, clips=(0.01, 0.1, 1.0),
+    other_clip_methods=_ALL_PRIVATE, k_grid=(10, 30, 200), n_show=6,
     # the blurred baseline would hold a second, blurred copy of MPII in memory (about 18 GB at 256 px): off here
-    seed_methods=_ALL_PRIVATE, other_clip_methods=_ALL_PRIVATE, blurred_baseline=False,
-    scratch_methods=("nonprivate", "dpsgd", "feature", "feature_projective"), k=100, k_grid=(10, 30, 200),
-    n_public_grads=256, refresh=50, n_show=6, accountant="prv", ablation_backbone="movenet_lightning",
-)
+    blurred_baseline=False)
 
 ARTEFACTS = (
     ("fig1_pckh_vs_epsilon", "PCKh@0.5 of the five training methods against epsilon, warm start (paper's MPII grid, "

@@ -112,22 +112,17 @@ def noise_controls(df: pd.DataFrame, warm_model: torch.nn.Module, data: X.Design
     private, test, public = data.private_set, data.test_set, data.public_set
     if public is None:
         raise InsufficientDataError("data.public_set: the projected control needs the public set")
-    delta, epochs, batch_size, lr, refresh = settings.delta, settings.epochs, settings.batch_size, settings.lr, \
-        settings.refresh
     n_public = min(check_int("n_public_grads", settings.n_public_grads, minimum=1), len(public))
+    schedule = Schedule(epochs=settings.epochs, batch_size=settings.batch_size, lr=settings.lr)
     rows = []
     for m in ("dpsgd", "projected"):
-        pub = PublicSpec(public_set=public, k=min(k, n_public), n_public=n_public, refresh=refresh) \
+        pub = PublicSpec(public_set=public, k=min(k, n_public), n_public=n_public, refresh=settings.refresh) \
             if m == "projected" else None
-        for noise in ("with noise", "no noise"):
-            if noise == "with noise":
-                pck = float(df[(df.method == m) & (df.init == "warm") & (df.view == "raw") & (df.epsilon == epsilon)
-                               & (df.clip_norm == clip) & ((df.k == k) | df.k.isna())].pckh.mean())
-            else:
-                ctrl = train(warm_model, private, method=m, dp=DPSpec(noise_multiplier=0.0, delta=delta, clip=clip),
-                             public=pub, schedule=Schedule(epochs=epochs, batch_size=batch_size, lr=lr), seed=seed,
-                             device=device)
-                pck = evaluate_pckh(ctrl.model, test).mean
+        noisy = float(df[(df.method == m) & (df.init == "warm") & (df.view == "raw") & (df.epsilon == epsilon)
+                         & (df.clip_norm == clip) & ((df.k == k) | df.k.isna())].pckh.mean())
+        ctrl = train(warm_model, private, method=m, dp=DPSpec(noise_multiplier=0.0, delta=settings.delta, clip=clip),
+                     public=pub, schedule=schedule, seed=seed, device=device)  # the no-noise control
+        for noise, pck in (("with noise", noisy), ("no noise", evaluate_pckh(ctrl.model, test).mean)):
             rows.append({"model": f"{METHOD_NAMES[m]}, {noise}", "method": m, "noise": noise, "pckh": pck})
     return pd.DataFrame(rows)
 
