@@ -30,6 +30,7 @@ mapping (N, 3, H, W) images in [0, 1] to (N, D) embeddings; outputs are L2-norma
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Union
@@ -37,22 +38,14 @@ from typing import Literal, Union
 import pandas as pd
 import torch
 
-from .._validate import check_choice, check_int, check_nonnegative, check_real, check_tensor
+from .._validate import check_choice, check_int, check_nonnegative, check_probability, check_real, check_tensor
 from ..errors import InsufficientDataError, InvalidArgumentError, ShapeError
 from ..encoders.base import embed_images
 from ..transforms import gaussian_blur
 
-__all__ = [
-    "EncoderLike",
-    "face_coverage_ratio",
-    "perturb_region",
-    "equal_area_context_regions",
-    "face_importance_index",
-    "summarise_by_fcr",
-    "context_preference_curve",
-    "BStarResult",
-    "background_dominance",
-]
+__all__ = ["EncoderLike", "face_coverage_ratio", "perturb_region", "equal_area_context_regions",
+           "face_importance_index", "summarise_by_fcr", "context_preference_curve", "BStarResult",
+           "background_dominance"]
 
 EncoderLike = Union[Callable[[torch.Tensor], torch.Tensor], torch.nn.Module]
 
@@ -75,10 +68,8 @@ def _check_masks(masks: torch.Tensor, images: torch.Tensor | None = None, name: 
     if masks.shape[1] != 1:
         raise ShapeError(f"{name} must have shape (N, 1, H, W) or (N, H, W), got {tuple(masks.shape)}")
     if images is not None and (masks.shape[0] != images.shape[0] or masks.shape[-2:] != images.shape[-2:]):
-        raise ShapeError(
-            f"{name} must match images: expected ({images.shape[0]}, 1, {images.shape[2]}, {images.shape[3]}), "
-            f"got {tuple(masks.shape)}"
-        )
+        raise ShapeError(f"{name} must match images: expected ({images.shape[0]}, 1, {images.shape[2]}, "
+                         f"{images.shape[3]}), got {tuple(masks.shape)}")
     return masks > 0.5 if masks.is_floating_point() else masks.bool()
 
 
@@ -91,20 +82,14 @@ def _check_labels(name: str, labels: torch.Tensor, n: int) -> torch.Tensor:
 
 def face_coverage_ratio(masks: torch.Tensor) -> torch.Tensor:
     """FCR: the fraction of pixels covered by the face mask, per image. (N, 1, H, W) or (N, H, W) → (N,) float32."""
-    m = _check_masks(masks)
-    return m.flatten(1).float().mean(1)
+    return _check_masks(masks).flatten(1).float().mean(1)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Perturbations and regions
 # ---------------------------------------------------------------------------------------------------------------------
-def perturb_region(
-    images: torch.Tensor,
-    regions: torch.Tensor,
-    *,
-    kind: Literal["blur", "fill"] = "blur",
-    sigma: float = 4.0,
-) -> torch.Tensor:
+def perturb_region(images: torch.Tensor, regions: torch.Tensor, *, kind: Literal["blur", "fill"] = "blur",
+                   sigma: float = 4.0) -> torch.Tensor:
     """T_σ(x, R): replace the pixels of ``regions`` by the blurred image (``"blur"``) or the mean colour (``"fill"``).
 
     Args:
@@ -126,13 +111,11 @@ def perturb_region(
 def _dilate(masks: torch.Tensor, pixels: int) -> torch.Tensor:
     if pixels == 0:
         return masks
-    k = 2 * pixels + 1
-    return torch.nn.functional.max_pool2d(masks.float(), k, stride=1, padding=pixels) > 0.5
+    return torch.nn.functional.max_pool2d(masks.float(), 2 * pixels + 1, stride=1, padding=pixels) > 0.5
 
 
-def _grow_regions(
-    allowed: torch.Tensor, sizes: torch.Tensor, *, generator: torch.Generator | None
-) -> tuple[torch.Tensor, torch.Tensor]:
+def _grow_regions(allowed: torch.Tensor, sizes: torch.Tensor, *,
+                  generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor]:
     """Per row: ``sizes[i]`` allowed pixels nearest to a random allowed seed pixel. Returns (regions, pixel ranks).
 
     ``allowed``: (B, 1, H, W) bool; ``sizes``: (B,) int64. Rows without enough allowed pixels get an empty region.
@@ -140,31 +123,23 @@ def _grow_regions(
     """
     b, _, h, w = allowed.shape
     flat = allowed.reshape(b, h * w)
-    n_allowed = flat.sum(1)
     # random seed pixel among the allowed ones (rows with none get pixel 0 and are discarded below)
     u = torch.rand(b, h * w, generator=generator).to(allowed.device)
     seed = torch.where(flat, u, torch.full_like(u, -1.0)).argmax(1)
     yy, xx = torch.meshgrid(torch.arange(h, device=allowed.device), torch.arange(w, device=allowed.device), indexing="ij")
     yy, xx = yy.reshape(-1).float(), xx.reshape(-1).float()
-    sy, sx = yy[seed], xx[seed]
-    dist = (yy[None] - sy[:, None]) ** 2 + (xx[None] - sx[:, None]) ** 2
+    dist = (yy[None] - yy[seed][:, None]) ** 2 + (xx[None] - xx[seed][:, None]) ** 2
     jitter = torch.rand(b, h * w, generator=generator).to(allowed.device) * 1e-3
     dist = torch.where(flat, dist + jitter, torch.full_like(dist, math.inf))
     order = torch.argsort(dist, dim=1)
     ranks = torch.empty_like(order).scatter_(1, order, torch.arange(h * w, device=allowed.device).expand(b, -1))
     ranks = torch.where(flat, ranks.float(), torch.full_like(dist, math.inf))
-    ok = n_allowed >= sizes
-    region = (ranks < sizes[:, None].float()) & ok[:, None]
+    region = (ranks < sizes[:, None].float()) & (flat.sum(1) >= sizes)[:, None]
     return region.reshape(b, 1, h, w), ranks.reshape(b, h, w)
 
 
-def equal_area_context_regions(
-    masks: torch.Tensor,
-    *,
-    n_regions: int = 4,
-    dilation: int = 2,
-    generator: torch.Generator | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
+def equal_area_context_regions(masks: torch.Tensor, *, n_regions: int = 4, dilation: int = 2,
+                               generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Random compact background regions with exactly the face's area (privkit's definition).
 
     Each region is the |F| pixels outside the face mask dilated by ``dilation`` pixels that are nearest to a random
@@ -184,10 +159,8 @@ def equal_area_context_regions(
     n_regions = check_int("n_regions", n_regions, minimum=1)
     dilation = check_int("dilation", dilation, minimum=0)
     n, _, h, w = m.shape
-    area = m.flatten(1).sum(1)
-    allowed = ~_dilate(m, dilation)
-    rep_allowed = allowed.repeat_interleave(n_regions, 0)
-    rep_area = area.repeat_interleave(n_regions)
+    rep_allowed = (~_dilate(m, dilation)).repeat_interleave(n_regions, 0)
+    rep_area = m.flatten(1).sum(1).repeat_interleave(n_regions)
     regions, _ = _grow_regions(rep_allowed, rep_area, generator=generator)
     valid = (rep_allowed.flatten(1).sum(1) >= rep_area) & (rep_area > 0)
     return regions.reshape(n, n_regions, 1, h, w), valid.reshape(n, n_regions)
@@ -197,18 +170,9 @@ def equal_area_context_regions(
 # FII
 # ---------------------------------------------------------------------------------------------------------------------
 @torch.no_grad()
-def face_importance_index(
-    encoder: EncoderLike,
-    images: torch.Tensor,
-    masks: torch.Tensor,
-    *,
-    kind: Literal["blur", "fill"] = "blur",
-    sigma: float = 4.0,
-    n_context_regions: int = 4,
-    dilation: int = 2,
-    seed: int = 0,
-    batch_size: int = 64,
-) -> pd.DataFrame:
+def face_importance_index(encoder: EncoderLike, images: torch.Tensor, masks: torch.Tensor, *,
+                          kind: Literal["blur", "fill"] = "blur", sigma: float = 4.0, n_context_regions: int = 4,
+                          dilation: int = 2, seed: int = 0, batch_size: int = 64) -> pd.DataFrame:
     """FII per image: Δ_face − Δ_ctx with equal-area, equal-strength perturbations (privkit's definition).
 
     Args:
@@ -244,30 +208,16 @@ def face_importance_index(
     delta_ctx = deltas.nansum(1) / n_valid.clamp(min=1)
     delta_ctx = torch.where(n_valid > 0, delta_ctx, torch.full_like(delta_ctx, math.nan))
     sd = torch.tensor([float(row[~torch.isnan(row)].std()) if int(c) > 1 else math.nan for row, c in zip(deltas, n_valid)])
-    df_ = delta_face.cpu().double()
-    dc = delta_ctx.double()
-    fii = df_ - dc
-    denom = df_ + dc
+    df_, dc = delta_face.cpu().double(), delta_ctx.double()
+    fii, denom = df_ - dc, df_ + dc
     fii_n = torch.where(denom > 0, fii / denom.clamp(min=1e-300), torch.full_like(fii, math.nan))
-    return pd.DataFrame(
-        {
-            "fcr": face_coverage_ratio(m).cpu().double().numpy(),
-            "delta_face": df_.numpy(),
-            "delta_context": dc.numpy(),
-            "delta_context_sd": sd.double().numpy(),
-            "n_context_regions": n_valid.numpy(),
-            "fii": fii.numpy(),
-            "fii_normalised": fii_n.numpy(),
-        }
-    )
+    return pd.DataFrame({"fcr": face_coverage_ratio(m).cpu().double().numpy(), "delta_face": df_.numpy(),
+                         "delta_context": dc.numpy(), "delta_context_sd": sd.double().numpy(),
+                         "n_context_regions": n_valid.numpy(), "fii": fii.numpy(), "fii_normalised": fii_n.numpy()})
 
 
-def summarise_by_fcr(
-    table: pd.DataFrame,
-    *,
-    bins: int | Sequence[float] = 4,
-    columns: Sequence[str] = ("fii", "fii_normalised"),
-) -> pd.DataFrame:
+def summarise_by_fcr(table: pd.DataFrame, *, bins: int | Sequence[float] = 4,
+                     columns: Sequence[str] = ("fii", "fii_normalised")) -> pd.DataFrame:
     """Mean, standard error and count of ``columns`` per FCR bin (so faces of similar size are compared).
 
     Args:
@@ -314,18 +264,9 @@ def _pick(candidates: torch.Tensor, generator: torch.Generator) -> int:
 
 
 @torch.no_grad()
-def context_preference_curve(
-    encoder: EncoderLike,
-    images: torch.Tensor,
-    masks: torch.Tensor,
-    identities: torch.Tensor,
-    contexts: torch.Tensor,
-    *,
-    sigmas: Sequence[float] = (0.0, 1.0, 2.0, 4.0, 8.0),
-    max_queries: int | None = None,
-    seed: int = 0,
-    batch_size: int = 64,
-) -> pd.DataFrame:
+def context_preference_curve(encoder: EncoderLike, images: torch.Tensor, masks: torch.Tensor, identities: torch.Tensor,
+                             contexts: torch.Tensor, *, sigmas: Sequence[float] = (0.0, 1.0, 2.0, 4.0, 8.0),
+                             max_queries: int | None = None, seed: int = 0, batch_size: int = 64) -> pd.DataFrame:
     """CPI(σ): how often a face-blurred query is closer to a same-context stranger than to its own identity elsewhere.
 
     A query q needs a candidate 1 (same context label, different identity) and a candidate 2 (same identity,
@@ -363,8 +304,7 @@ def context_preference_curve(
     if not q:
         raise InsufficientDataError(
             "images: no query has both a same-context image of another identity and an image of its own identity in "
-            "another context; CPI needs identities seen in several contexts and contexts shared by several identities"
-        )
+            "another context; CPI needs identities seen in several contexts and contexts shared by several identities")
     q_t, c1_t, c2_t = torch.tensor(q), torch.tensor(c1), torch.tensor(c2)
     if max_queries is not None and q_t.numel() > check_int("max_queries", max_queries, minimum=1):
         keep = torch.randperm(q_t.numel(), generator=gen)[:max_queries]
@@ -372,15 +312,13 @@ def context_preference_curve(
     dev = images.device
     z1 = embed_images(encoder, images[c1_t.to(dev)], batch_size=batch_size)
     z2 = embed_images(encoder, images[c2_t.to(dev)], batch_size=batch_size)
-    qi = images[q_t.to(dev)]
-    qm = m[q_t.to(dev)]
+    qi, qm = images[q_t.to(dev)], m[q_t.to(dev)]
     rows = []
     for s in sig:
         zq = embed_images(encoder, perturb_region(qi, qm, kind="blur", sigma=s) if s > 0 else qi, batch_size=batch_size)
         s1, s2 = (zq * z1).sum(1), (zq * z2).sum(1)
         pref = (s1 > s2).double() + 0.5 * (s1 == s2).double()
-        p = float(pref.mean())
-        k = pref.numel()
+        p, k = float(pref.mean()), pref.numel()
         rows.append({"sigma": s, "cpi": p, "sem": math.sqrt(max(p * (1 - p), 0.0) / k), "n_queries": k})
     return pd.DataFrame(rows)
 
@@ -407,18 +345,9 @@ class BStarResult:
 
 
 @torch.no_grad()
-def background_dominance(
-    encoder: EncoderLike,
-    images: torch.Tensor,
-    masks: torch.Tensor,
-    identities: torch.Tensor,
-    *,
-    betas: Sequence[float] | None = None,
-    n_pairs: int = 100,
-    neutral: float = 0.5,
-    seed: int = 0,
-    batch_size: int = 64,
-) -> BStarResult:
+def background_dominance(encoder: EncoderLike, images: torch.Tensor, masks: torch.Tensor, identities: torch.Tensor, *,
+                         betas: Sequence[float] | None = None, n_pairs: int = 100, neutral: float = 0.5, seed: int = 0,
+                         batch_size: int = 64) -> BStarResult:
     """B*: how much of another image's context outweighs the identity of the face (privkit's definition).
 
     For random pairs (x_A, y) with different identities, composites keep x_A's face (its mask), reveal the fraction β
@@ -440,29 +369,23 @@ def background_dominance(
     _check_images(images)
     m = _check_masks(masks, images)
     n = images.shape[0]
-    ids = _check_labels("identities", identities, n)
+    ids_cpu = _check_labels("identities", identities, n).cpu()
     n_pairs = check_int("n_pairs", n_pairs, minimum=1)
-    neutral = check_real("neutral", neutral)
-    if not 0 <= neutral <= 1:
-        raise InvalidArgumentError(f"neutral must lie in [0, 1], got {neutral}")
+    neutral = check_probability("neutral", neutral, open_low=False, open_high=False)
     grid = [i / 10 for i in range(11)] if betas is None else [check_real("betas", b) for b in betas]
     if not grid or any(b < 0 or b > 1 for b in grid) or any(b2 <= b1 for b1, b2 in zip(grid, grid[1:])):
         raise InvalidArgumentError("betas must be a non-empty increasing sequence of values in [0, 1]")
-    ids_cpu = ids.cpu()
     if int(torch.unique(ids_cpu).numel()) < 2:
         raise InsufficientDataError("identities: need at least 2 identities for B*, got 1")
     gen = torch.Generator().manual_seed(int(seed))
     dev = images.device
     z_all = embed_images(encoder, images, batch_size=batch_size)
-    # pairs (a, y) with different identities
+    # pairs (a, y) with different identities, and the templates of A without x_A
     a_idx = torch.randint(n, (n_pairs,), generator=gen)
     y_idx = torch.empty(n_pairs, dtype=torch.int64)
-    for p in range(n_pairs):
-        others = torch.nonzero(ids_cpu != ids_cpu[a_idx[p]]).flatten()
-        y_idx[p] = _pick(others, gen)
-    # templates of A without x_A
     templates = torch.empty(n_pairs, z_all.shape[1], device=z_all.device)
     for p in range(n_pairs):
+        y_idx[p] = _pick(torch.nonzero(ids_cpu != ids_cpu[a_idx[p]]).flatten(), gen)
         same = torch.nonzero(ids_cpu == ids_cpu[a_idx[p]]).flatten()
         rest = same[same != a_idx[p]]
         use = rest if rest.numel() else same
@@ -475,23 +398,17 @@ def background_dominance(
     ranks = ranks[:, None].to(dev)
     z_y = z_all[yd]
     margins = torch.empty(len(grid), n_pairs)
+    mf = mask_a.to(images.dtype)
     for bi, beta in enumerate(grid):
-        revealed = (ranks < (beta * n_avail.float())[:, None, None, None]) & available
-        rv = revealed.to(images.dtype)
-        mf = mask_a.to(images.dtype)
-        comp = mf * face_a + (1 - mf) * (rv * img_y + (1 - rv) * neutral)
-        zc = embed_images(encoder, comp, batch_size=batch_size)
+        rv = ((ranks < (beta * n_avail.float())[:, None, None, None]) & available).to(images.dtype)
+        zc = embed_images(encoder, mf * face_a + (1 - mf) * (rv * img_y + (1 - rv) * neutral), batch_size=batch_size)
         margins[bi] = ((zc * z_y).sum(1) - (zc * templates).sum(1)).cpu()
     flipped = margins > 0
     first = torch.where(flipped.any(0), flipped.float().argmax(0), torch.full((n_pairs,), -1))
     b_star = torch.tensor([grid[int(i)] if int(i) >= 0 else math.inf for i in first], dtype=torch.float64)
     per_pair = pd.DataFrame({"face_index": a_idx.numpy(), "context_index": y_idx.numpy(), "b_star": b_star.numpy()})
-    curve = pd.DataFrame(
-        {"beta": grid, "fraction_flipped": flipped.double().mean(1).numpy(), "mean_margin": margins.double().mean(1).numpy()}
-    )
-    srt = torch.sort(b_star).values
-    k = srt.numel()
-    median = float(srt[(k - 1) // 2] + srt[k // 2]) / 2 if k % 2 == 0 else float(srt[k // 2])
-    if math.isnan(median):  # inf + inf / 2 stays inf; inf + finite is inf; guard only against inf - inf
-        median = math.inf
-    return BStarResult(median=median, per_pair=per_pair, curve=curve, never_flipped=float(torch.isinf(b_star).double().mean()))
+    curve = pd.DataFrame({"beta": grid, "fraction_flipped": flipped.double().mean(1).numpy(),
+                          "mean_margin": margins.double().mean(1).numpy()})
+    # the per-pair B* are grid values or inf (never NaN), so the median of an even count is finite or inf
+    return BStarResult(median=statistics.median(b_star.tolist()), per_pair=per_pair, curve=curve,
+                       never_flipped=float(torch.isinf(b_star).double().mean()))

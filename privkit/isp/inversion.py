@@ -33,40 +33,18 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from .._validate import check_int, check_nonnegative, check_positive, check_probability, check_tensor
+from .._validate import check_choice, check_int, check_nonnegative, check_positive, check_probability, check_tensor
 from ..errors import InsufficientDataError, InvalidArgumentError, ShapeError
 from ..metrics import DEFAULT_MIN_FALSE_ACCEPTS, wilson_interval
 from ..encoders.base import embed_images
 from ..transforms import square_frames
 from .attribution import EncoderLike, _check_images
+from .probes import _init_
 from .verification import VerificationPairs, pair_threshold
 
-__all__ = [
-    "ConvDecoder",
-    "face_crops",
-    "paste_crops",
-    "RidgeDecoder",
-    "ridge_predict",
-    "train_ridge_inverter",
-    "train_regression_inverter",
-    "optimisation_attack",
-    "reference_threshold",
-    "InversionResult",
-    "inversion_success",
-    "inversion_audit",
-    "describe_inversion_evidence",
-]
-
-
-def _init_(module: torch.nn.Module, generator: torch.Generator | None) -> None:
-    """PyTorch's default fan-in uniform initialisation, drawn from ``generator`` (no global RNG)."""
-    for mod in module.modules():
-        if isinstance(mod, (torch.nn.Linear, torch.nn.Conv2d)):
-            torch.nn.init.kaiming_uniform_(mod.weight, a=math.sqrt(5), generator=generator)
-            if mod.bias is not None:
-                fan_in = mod.weight[0].numel()
-                bound = 1.0 / math.sqrt(fan_in)
-                torch.nn.init.uniform_(mod.bias, -bound, bound, generator=generator)
+__all__ = ["ConvDecoder", "face_crops", "paste_crops", "RidgeDecoder", "ridge_predict", "train_ridge_inverter",
+           "train_regression_inverter", "optimisation_attack", "reference_threshold", "InversionResult",
+           "inversion_success", "inversion_audit", "describe_inversion_evidence"]
 
 
 class ConvDecoder(torch.nn.Module):
@@ -83,15 +61,8 @@ class ConvDecoder(torch.nn.Module):
         generator: seeds the initialisation.
     """
 
-    def __init__(
-        self,
-        embed_dim: int,
-        image_size: tuple[int, int] = (32, 32),
-        *,
-        channels: int = 64,
-        n_upsample: int | None = None,
-        generator: torch.Generator | None = None,
-    ) -> None:
+    def __init__(self, embed_dim: int, image_size: tuple[int, int] = (32, 32), *, channels: int = 64,
+                 n_upsample: int | None = None, generator: torch.Generator | None = None) -> None:
         super().__init__()
         self.embed_dim = check_int("embed_dim", embed_dim, minimum=1)
         h, w = (check_int("image_size", s, minimum=1) for s in image_size)
@@ -105,17 +76,14 @@ class ConvDecoder(torch.nn.Module):
             raise InvalidArgumentError(f"image_size {(h, w)} must be divisible by 2**n_upsample = {f}")
         self.image_size = (h, w)
         self.base = (h // f, w // f)
-        c = check_int("channels", channels, minimum=1)
-        self.fc = torch.nn.Linear(self.embed_dim, c * self.base[0] * self.base[1])
-        self.c0 = c
+        self.c0 = cin = check_int("channels", channels, minimum=1)
+        self.fc = torch.nn.Linear(self.embed_dim, cin * self.base[0] * self.base[1])
         layers: list[torch.nn.Module] = []
-        cin = c
         for _ in range(n_upsample):
             cout = max(16, cin // 2)
             layers += [torch.nn.Upsample(scale_factor=2, mode="nearest"), torch.nn.Conv2d(cin, cout, 3, padding=1), torch.nn.ReLU()]
             cin = cout
-        layers += [torch.nn.Conv2d(cin, 3, 3, padding=1)]
-        self.body = torch.nn.Sequential(*layers)
+        self.body = torch.nn.Sequential(*layers, torch.nn.Conv2d(cin, 3, 3, padding=1))
         _init_(self, generator)
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
@@ -134,13 +102,20 @@ def _check_boxes(boxes: torch.Tensor, n: int, name: str = "boxes") -> torch.Tens
     return b
 
 
-def face_crops(
-    images: torch.Tensor,
-    boxes: torch.Tensor,
-    *,
-    size: int = 32,
-    margin: float = 0.2,
-) -> tuple[torch.Tensor, torch.Tensor]:
+def _affine_sample(source: torch.Tensor, like: torch.Tensor, scale_x: torch.Tensor, scale_y: torch.Tensor,
+                   shift_x: torch.Tensor, shift_y: torch.Tensor,
+                   out_hw: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(grid, samples): ``source`` sampled (bilinear, border padding) on the per-image axis-aligned affine grid
+    x' = scale·x + shift of size ``out_hw``, with the affine matrices in ``like``'s dtype and device."""
+    theta = like.new_zeros(source.shape[0], 2, 3)
+    theta[:, 0, 0], theta[:, 1, 1], theta[:, 0, 2], theta[:, 1, 2] = scale_x, scale_y, shift_x, shift_y
+    grid = torch.nn.functional.affine_grid(theta, [source.shape[0], 3, *out_hw], align_corners=False)
+    return grid, torch.nn.functional.grid_sample(source.float(), grid, mode="bilinear", padding_mode="border",
+                                                 align_corners=False)
+
+
+def face_crops(images: torch.Tensor, boxes: torch.Tensor, *, size: int = 32,
+               margin: float = 0.2) -> tuple[torch.Tensor, torch.Tensor]:
     """Square crops centred on each face box, resized to ``size`` × ``size`` (bilinear, differentiable).
 
     The crop's side is the box's longer side times (1 + 2·``margin``) — ``margin`` of that side is kept on each side of
@@ -159,16 +134,9 @@ def face_crops(
     _check_images(images)
     b = _check_boxes(boxes, images.shape[0]).to(images.device)
     size = check_int("size", size, minimum=4)
-    margin = check_nonnegative("margin", margin)
-    n, _, h, w = images.shape
-    cx, cy, side = square_frames(b, margin)
-    theta = images.new_zeros(n, 2, 3)
-    theta[:, 0, 0] = side / w
-    theta[:, 1, 1] = side / h
-    theta[:, 0, 2] = 2 * cx / w - 1
-    theta[:, 1, 2] = 2 * cy / h - 1
-    grid = torch.nn.functional.affine_grid(theta, [n, 3, size, size], align_corners=False)
-    crops = torch.nn.functional.grid_sample(images.float(), grid, mode="bilinear", padding_mode="border", align_corners=False)
+    h, w = images.shape[-2:]
+    cx, cy, side = square_frames(b, margin)  # checks margin >= 0
+    _, crops = _affine_sample(images, images, side / w, side / h, 2 * cx / w - 1, 2 * cy / h - 1, (size, size))
     inner = torch.stack([(b[:, 0] - cx) / side, (b[:, 1] - cy) / side, (b[:, 2] - cx) / side, (b[:, 3] - cy) / side], 1)
     return crops.clamp(0, 1), ((inner + 0.5) * size).float()
 
@@ -193,17 +161,9 @@ def paste_crops(canvas: torch.Tensor, crops: torch.Tensor, boxes: torch.Tensor, 
     n, _, h, w = canvas.shape
     if crops.shape[0] != n:
         raise ShapeError(f"canvas and crops must have the same length, got {n} and {crops.shape[0]}")
-    b = _check_boxes(boxes, n).to(canvas.device)
-    margin = check_nonnegative("margin", margin)
-    cx, cy, side = square_frames(b, margin)
+    cx, cy, side = square_frames(_check_boxes(boxes, n).to(canvas.device), margin)  # checks margin >= 0
     # canvas pixel (normalised) -> crop coordinates (normalised): u = (x·W/2 + W/2 − cx) · 2/side
-    theta = canvas.new_zeros(n, 2, 3)
-    theta[:, 0, 0] = w / side
-    theta[:, 1, 1] = h / side
-    theta[:, 0, 2] = (w - 2 * cx) / side
-    theta[:, 1, 2] = (h - 2 * cy) / side
-    grid = torch.nn.functional.affine_grid(theta, [n, 3, h, w], align_corners=False)
-    sampled = torch.nn.functional.grid_sample(crops.float(), grid, mode="bilinear", padding_mode="border", align_corners=False)
+    grid, sampled = _affine_sample(crops, canvas, w / side, h / side, (w - 2 * cx) / side, (h - 2 * cy) / side, (h, w))
     inside = ((grid.abs() <= 1).all(-1)).unsqueeze(1).to(canvas.dtype)
     return canvas * (1 - inside) + sampled * inside
 
@@ -232,9 +192,8 @@ class RidgeDecoder(torch.nn.Module):
         check_tensor("x_mean", x_mean, shape=(p,), finite=True)
         if math.prod(output_shape) != p:
             raise ShapeError(f"output_shape {tuple(output_shape)} has {math.prod(output_shape)} values, weight has {p} columns")
-        self.register_buffer("weight", weight.float())
-        self.register_buffer("z_mean", z_mean.float())
-        self.register_buffer("x_mean", x_mean.float())
+        for name, t in (("weight", weight), ("z_mean", z_mean), ("x_mean", x_mean)):
+            self.register_buffer(name, t.float())
         self.embed_dim = d
         self.output_shape = tuple(int(s) for s in output_shape)
         self.lam = float(lam)
@@ -244,11 +203,14 @@ class RidgeDecoder(torch.nn.Module):
         return x.clamp(0, 1).view(z.shape[0], *self.output_shape)
 
 
-def _ridge_dual(zc: torch.Tensor, yc: torch.Tensor, lam: float) -> torch.Tensor:
-    """W = Zcᵀ (Zc Zcᵀ + λI)⁻¹ Yc in float64 (N ≤ D or not, the N × N system is what the aux sets need)."""
+def _ridge_fit(z: torch.Tensor, y: torch.Tensor, lam: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Ridge fit of y on z with an unpenalised intercept: (mean of z, mean of y, W = Zcᵀ (Zc Zcᵀ + λI)⁻¹ Yc), Zc and
+    Yc the centred z and y (float64 inputs; N ≤ D or not, the N × N system is what the aux sets need)."""
+    zm, ym = z.mean(0), y.mean(0)
+    zc = z - zm
     k = zc @ zc.T
     k.diagonal().add_(lam)
-    return zc.T @ torch.linalg.solve(k, yc)
+    return zm, ym, zc.T @ torch.linalg.solve(k, y - ym)
 
 
 def ridge_predict(z_fit: torch.Tensor, y_fit: torch.Tensor, z: torch.Tensor, *, lam: float) -> torch.Tensor:
@@ -264,20 +226,21 @@ def ridge_predict(z_fit: torch.Tensor, y_fit: torch.Tensor, z: torch.Tensor, *, 
     check_tensor("y_fit", y_fit, shape=(z_fit.shape[0], None), finite=True, floating=True)
     check_tensor("z", z, shape=(None, z_fit.shape[1]), finite=True, floating=True)
     lam = check_positive("lam", lam)
-    zf, yf = z_fit.double(), y_fit.double().to(z_fit.device)
-    zm, ym = zf.mean(0), yf.mean(0)
-    return (ym + (z.double().to(zf.device) - zm) @ _ridge_dual(zf - zm, yf - ym, lam)).to(z.dtype)
+    zm, ym, w = _ridge_fit(z_fit.double(), y_fit.double().to(z_fit.device), lam)
+    return (ym + (z.double().to(z_fit.device) - zm) @ w).to(z.dtype)
 
 
-def train_ridge_inverter(
-    aux_embeddings: torch.Tensor,
-    aux_images: torch.Tensor,
-    *,
-    groups: torch.Tensor | None = None,
-    lambdas: Sequence[float] = (1e-3, 1e-2, 1e-1, 1.0, 10.0),
-    folds: int = 5,
-    seed: int = 0,
-) -> tuple[RidgeDecoder, pd.DataFrame]:
+def _check_aux_images(aux_images: torch.Tensor) -> int:
+    """The number of auxiliary images (at least 2, checked with the images' shape)."""
+    _check_images(aux_images, "aux_images")
+    if aux_images.shape[0] < 2:
+        raise InsufficientDataError(f"aux_images: need at least 2 auxiliary images, got {aux_images.shape[0]}")
+    return aux_images.shape[0]
+
+
+def train_ridge_inverter(aux_embeddings: torch.Tensor, aux_images: torch.Tensor, *, groups: torch.Tensor | None = None,
+                         lambdas: Sequence[float] = (1e-3, 1e-2, 1e-1, 1.0, 10.0), folds: int = 5,
+                         seed: int = 0) -> tuple[RidgeDecoder, pd.DataFrame]:
     """Regression inversion in closed form: ridge regression from embeddings to pixels (linear Vec2Face-family baseline).
 
     λ is chosen from ``lambdas`` by ``folds``-fold cross-validation on the auxiliary set, folds formed by *groups*
@@ -295,10 +258,7 @@ def train_ridge_inverter(
     Returns:
         (decoder, DataFrame of lam, cv_mse, chosen).
     """
-    _check_images(aux_images, "aux_images")
-    n = aux_images.shape[0]
-    if n < 2:
-        raise InsufficientDataError(f"aux_images: need at least 2 auxiliary images, got {n}")
+    n = _check_aux_images(aux_images)
     check_tensor("aux_embeddings", aux_embeddings, shape=(n, None), finite=True, floating=True)
     lams = [check_positive("lambdas", v) for v in lambdas]
     if not lams:
@@ -313,32 +273,27 @@ def train_ridge_inverter(
     fold_of_group = torch.empty(uniq.numel(), dtype=torch.long)
     fold_of_group[torch.randperm(uniq.numel(), generator=gen)] = torch.arange(uniq.numel()) % folds
     fold = fold_of_group[inv].to(aux_images.device)
-    z = aux_embeddings.to(aux_images.device).double()
-    y = aux_images.flatten(1).double()
+    z, y = aux_embeddings.to(aux_images.device).double(), aux_images.flatten(1).double()
     rows = []
     for lam in lams:
         err = 0.0
         for f in range(folds):
             tr, te = fold != f, fold == f
-            zm, ym = z[tr].mean(0), y[tr].mean(0)
-            w = _ridge_dual(z[tr] - zm, y[tr] - ym, lam)
+            zm, ym, w = _ridge_fit(z[tr], y[tr], lam)
             pred = (ym + (z[te] - zm) @ w).clamp(0, 1)
             err += float(((pred - y[te]) ** 2).sum())
         rows.append({"lam": lam, "cv_mse": err / y.numel()})
     table = pd.DataFrame(rows)
     best = float(table.lam[table.cv_mse.idxmin()])
     table["chosen"] = table.lam == best
-    zm, ym = z.mean(0), y.mean(0)
-    dec = RidgeDecoder(_ridge_dual(z - zm, y - ym, best), zm, ym, tuple(aux_images.shape[1:]), lam=best)
-    return dec.to(aux_images.device), table
+    zm, ym, w = _ridge_fit(z, y, best)
+    return RidgeDecoder(w, zm, ym, tuple(aux_images.shape[1:]), lam=best).to(aux_images.device), table
 
 
 def _require_module(name: str, encoder: object) -> torch.nn.Module:
     if not isinstance(encoder, torch.nn.Module):
-        raise InvalidArgumentError(
-            f"{name} must be a differentiable torch.nn.Module (images -> embeddings) for this attack, "
-            f"got {type(encoder).__name__}"
-        )
+        raise InvalidArgumentError(f"{name} must be a differentiable torch.nn.Module (images -> embeddings) for this "
+                                   f"attack, got {type(encoder).__name__}")
     return encoder
 
 
@@ -349,10 +304,10 @@ def _forward_embed(encoder: torch.nn.Module, images: torch.Tensor) -> torch.Tens
 
 
 class _Frozen:
-    """Temporarily stop gradients into a module's parameters (restored on exit)."""
+    """Temporarily stop gradients into a module's parameters (restored on exit); ``None`` freezes nothing."""
 
-    def __init__(self, module: torch.nn.Module) -> None:
-        self.params = [p for p in module.parameters() if p.requires_grad]
+    def __init__(self, module: torch.nn.Module | None) -> None:
+        self.params = [] if module is None else [p for p in module.parameters() if p.requires_grad]
 
     def __enter__(self) -> None:
         for p in self.params:
@@ -363,19 +318,10 @@ class _Frozen:
             p.requires_grad_(True)
 
 
-def train_regression_inverter(
-    encoder: EncoderLike,
-    aux_images: torch.Tensor,
-    *,
-    aux_embeddings: torch.Tensor | None = None,
-    epochs: int = 60,
-    lr: float = 2e-3,
-    batch_size: int = 64,
-    embedding_loss_weight: float = 0.0,
-    channels: int = 64,
-    n_upsample: int | None = None,
-    seed: int = 0,
-) -> tuple[ConvDecoder, pd.DataFrame]:
+def train_regression_inverter(encoder: EncoderLike, aux_images: torch.Tensor, *,
+                              aux_embeddings: torch.Tensor | None = None, epochs: int = 60, lr: float = 2e-3,
+                              batch_size: int = 64, embedding_loss_weight: float = 0.0, channels: int = 64,
+                              n_upsample: int | None = None, seed: int = 0) -> tuple[ConvDecoder, pd.DataFrame]:
     """Regression inversion (Vec2Face-like): train a decoder embedding → image on auxiliary identities.
 
     Args:
@@ -391,10 +337,7 @@ def train_regression_inverter(
     Returns:
         (decoder in eval mode, DataFrame of epoch, loss). Apply it as ``decoder(target_embeddings)``.
     """
-    _check_images(aux_images, "aux_images")
-    n = aux_images.shape[0]
-    if n < 2:
-        raise InsufficientDataError(f"aux_images: need at least 2 auxiliary images, got {n}")
+    n = _check_aux_images(aux_images)
     z = embed_images(encoder, aux_images) if aux_embeddings is None else aux_embeddings
     check_tensor("aux_embeddings", z, shape=(n, None), floating=True)
     w_emb = check_nonnegative("embedding_loss_weight", embedding_loss_weight)
@@ -404,14 +347,12 @@ def train_regression_inverter(
     batch_size = check_int("batch_size", batch_size, minimum=1)
     gen = torch.Generator().manual_seed(int(seed))
     dev = aux_images.device
-    dec = ConvDecoder(z.shape[1], tuple(aux_images.shape[-2:]), channels=channels, n_upsample=n_upsample, generator=gen).to(dev)
+    dec = ConvDecoder(z.shape[1], tuple(aux_images.shape[-2:]), channels=channels, n_upsample=n_upsample,
+                      generator=gen).to(dev)
     opt = torch.optim.Adam(dec.parameters(), lr=lr)
     x, z = aux_images.float(), z.to(dev).float()
     history = []
-    frozen = _Frozen(enc_mod) if enc_mod is not None else None
-    if frozen:
-        frozen.__enter__()
-    try:
+    with _Frozen(enc_mod):
         dec.train()
         for epoch in range(1, epochs + 1):
             perm = torch.randperm(n, generator=gen).to(dev)
@@ -427,25 +368,14 @@ def train_regression_inverter(
                 opt.step()
                 total += float(loss.detach()) * idx.numel()
             history.append({"epoch": epoch, "loss": total / n})
-    finally:
-        if frozen:
-            frozen.__exit__()
     dec.eval()
     return dec, pd.DataFrame(history)
 
 
-def optimisation_attack(
-    encoder: torch.nn.Module,
-    target_embeddings: torch.Tensor,
-    *,
-    image_size: tuple[int, int] | None = None,
-    decoder: torch.nn.Module | None = None,
-    steps: int = 200,
-    lr: float = 0.05,
-    restarts: int = 1,
-    tv_weight: float = 0.0,
-    seed: int = 0,
-) -> tuple[torch.Tensor, torch.Tensor]:
+def optimisation_attack(encoder: torch.nn.Module, target_embeddings: torch.Tensor, *,
+                        image_size: tuple[int, int] | None = None, decoder: torch.nn.Module | None = None,
+                        steps: int = 200, lr: float = 0.05, restarts: int = 1, tv_weight: float = 0.0,
+                        seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """Optimisation inversion (ALSUV-like): gradient descent to match the target embedding.
 
     With a ``decoder`` (any torch module latent → image in [0, 1], e.g. a :class:`ConvDecoder` trained by
@@ -482,62 +412,47 @@ def optimisation_attack(
             raise InvalidArgumentError("image_size must be given for pixel optimisation (no decoder)")
         h, w = (check_int("image_size", s, minimum=1) for s in image_size)
     best_x, best_cos = None, torch.full((t,), -math.inf, device=dev)
-    with _Frozen(enc):
-        frozen_dec = _Frozen(decoder) if decoder is not None else None
-        if frozen_dec:
-            frozen_dec.__enter__()
-        try:
-            for r in range(restarts):
-                if decoder is not None:
-                    latent_dim = getattr(decoder, "embed_dim", None)
-                    if latent_dim is None:
-                        raise InvalidArgumentError("decoder must expose its latent size as .embed_dim")
-                    if latent_dim == target.shape[1]:
-                        init = target.clone()
-                        if r > 0:
-                            init = init + 0.1 * torch.randn(init.shape, generator=gen).to(dev)
-                    else:
-                        init = torch.randn(t, latent_dim, generator=gen).to(dev)
-                    param = init.requires_grad_(True)
-                    render = lambda p: decoder(p)  # noqa: E731
+    with _Frozen(enc), _Frozen(decoder):
+        for r in range(restarts):
+            if decoder is not None:
+                latent_dim = getattr(decoder, "embed_dim", None)
+                if latent_dim is None:
+                    raise InvalidArgumentError("decoder must expose its latent size as .embed_dim")
+                if latent_dim == target.shape[1]:
+                    init = target.clone()
+                    if r > 0:
+                        init = init + 0.1 * torch.randn(init.shape, generator=gen).to(dev)
                 else:
-                    init = 0.1 * torch.randn(t, 3, h, w, generator=gen).to(dev)
-                    param = init.requires_grad_(True)
-                    render = torch.sigmoid
-                opt = torch.optim.Adam([param], lr=lr)
-                for _ in range(steps):
-                    x = render(param)
-                    cos = (_forward_embed(enc, x) * target).sum(1)
-                    loss = (1 - cos).mean()
-                    if tv_weight > 0:
-                        tv = (x[..., 1:, :] - x[..., :-1, :]).abs().mean() + (x[..., :, 1:] - x[..., :, :-1]).abs().mean()
-                        loss = loss + tv_weight * tv
-                    opt.zero_grad(set_to_none=True)
-                    loss.backward()
-                    opt.step()
-                with torch.no_grad():
-                    x = render(param)
-                    cos = (_forward_embed(enc, x) * target).sum(1)
-                    if best_x is None:
-                        best_x = x.clone()
-                    better = cos > best_cos
-                    best_x[better] = x[better]
-                    best_cos = torch.where(better, cos, best_cos)
-        finally:
-            if frozen_dec:
-                frozen_dec.__exit__()
+                    init = torch.randn(t, latent_dim, generator=gen).to(dev)
+                render = decoder
+            else:
+                init = 0.1 * torch.randn(t, 3, h, w, generator=gen).to(dev)
+                render = torch.sigmoid
+            param = init.requires_grad_(True)
+            opt = torch.optim.Adam([param], lr=lr)
+            for _ in range(steps):
+                x = render(param)
+                loss = (1 - (_forward_embed(enc, x) * target).sum(1)).mean()
+                if tv_weight > 0:
+                    tv = (x[..., 1:, :] - x[..., :-1, :]).abs().mean() + (x[..., :, 1:] - x[..., :, :-1]).abs().mean()
+                    loss = loss + tv_weight * tv
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+            with torch.no_grad():
+                x = render(param)
+                cos = (_forward_embed(enc, x) * target).sum(1)
+                if best_x is None:
+                    best_x = x.clone()
+                better = cos > best_cos
+                best_x[better] = x[better]
+                best_cos = torch.where(better, cos, best_cos)
     return best_x.detach(), best_cos.detach()
 
 
 @torch.no_grad()
-def reference_threshold(
-    reference_encoder: EncoderLike,
-    images: torch.Tensor,
-    identities: torch.Tensor,
-    *,
-    far: float = 1e-3,
-    min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS,
-) -> float:
+def reference_threshold(reference_encoder: EncoderLike, images: torch.Tensor, identities: torch.Tensor, *,
+                        far: float = 1e-3, min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS) -> float:
     """The reference encoder's threshold at ``far`` from all impostor pairs of a held-out labelled set.
 
     Accept when cos > threshold (see :mod:`privkit.isp.verification`).
@@ -577,59 +492,35 @@ class InversionResult:
     scores: torch.Tensor
 
     def as_row(self) -> dict:
-        return {
-            "attack": self.attack,
-            "success_rate": self.success_rate,
-            "ci_low": self.ci_low,
-            "ci_high": self.ci_high,
-            "n_targets": self.n_targets,
-            "threshold": self.threshold,
-            "mean_score": float(self.scores.double().mean()),
-        }
+        return {"attack": self.attack, "success_rate": self.success_rate, "ci_low": self.ci_low,
+                "ci_high": self.ci_high, "n_targets": self.n_targets, "threshold": self.threshold,
+                "mean_score": float(self.scores.double().mean())}
 
 
 @torch.no_grad()
-def inversion_success(
-    reference_encoder: EncoderLike,
-    reconstructions: torch.Tensor,
-    target_images: torch.Tensor,
-    *,
-    threshold: float,
-    attack: str = "attack",
-) -> InversionResult:
+def inversion_success(reference_encoder: EncoderLike, reconstructions: torch.Tensor, target_images: torch.Tensor, *,
+                      threshold: float, attack: str = "attack") -> InversionResult:
     """Does each reconstruction verify against its target image under the reference encoder (cos > threshold)?"""
     _check_images(reconstructions, "reconstructions")
     _check_images(target_images, "target_images")
     if reconstructions.shape[0] != target_images.shape[0]:
-        raise ShapeError(
-            f"reconstructions and target_images must have the same length, got {reconstructions.shape[0]} and "
-            f"{target_images.shape[0]}"
-        )
+        raise ShapeError(f"reconstructions and target_images must have the same length, got {reconstructions.shape[0]} "
+                         f"and {target_images.shape[0]}")
     if reconstructions.shape[0] == 0:
         raise InsufficientDataError("target_images: need at least 1 target, got 0")
     a = embed_images(reference_encoder, reconstructions.clamp(0, 1))
     b = embed_images(reference_encoder, target_images)
     scores = (a * b).sum(1).cpu()
-    k = int((scores > threshold).sum())
-    n = scores.numel()
+    k, n = int((scores > threshold).sum()), scores.numel()
     lo, hi = wilson_interval(k, n)
     return InversionResult(attack, k / n, lo, hi, n, float(threshold), scores)
 
 
-def inversion_audit(
-    attacked_encoder: EncoderLike,
-    aux_images: torch.Tensor,
-    target_images: torch.Tensor,
-    reference_encoder: EncoderLike,
-    reference_images: torch.Tensor,
-    reference_identities: torch.Tensor,
-    *,
-    attacks: Sequence[str] = ("regression", "optimisation"),
-    far: float = 1e-3,
-    regression_options: dict | None = None,
-    optimisation_options: dict | None = None,
-    seed: int = 0,
-) -> pd.DataFrame:
+def inversion_audit(attacked_encoder: EncoderLike, aux_images: torch.Tensor, target_images: torch.Tensor,
+                    reference_encoder: EncoderLike, reference_images: torch.Tensor, reference_identities: torch.Tensor,
+                    *, attacks: Sequence[str] = ("regression", "optimisation"), far: float = 1e-3,
+                    regression_options: dict | None = None, optimisation_options: dict | None = None,
+                    seed: int = 0) -> pd.DataFrame:
     """Run both attack families against one encoder and report success rates under the reference encoder.
 
     A :class:`ConvDecoder` is trained on ``aux_images`` (the regression attack applies it directly); the optimisation
@@ -640,12 +531,8 @@ def inversion_audit(
     Returns:
         DataFrame, one row per attack (columns of :meth:`InversionResult.as_row`).
     """
-    valid = ("regression", "optimisation")
     for a in attacks:
-        if a not in valid:
-            from ..errors import UnknownNameError
-
-            raise UnknownNameError("attacks", a, valid)
+        check_choice("attacks", a, ("regression", "optimisation"))
     tau = reference_threshold(reference_encoder, reference_images, reference_identities, far=far)
     z_t = embed_images(attacked_encoder, target_images)
     rows = []
@@ -656,17 +543,13 @@ def inversion_audit(
         rows.append(inversion_success(reference_encoder, rec, target_images, threshold=tau, attack="regression").as_row())
     if "optimisation" in attacks:
         if isinstance(attacked_encoder, torch.nn.Module):
-            rec, _ = optimisation_attack(
-                attacked_encoder, z_t, decoder=decoder, image_size=tuple(target_images.shape[-2:]), seed=seed,
-                **(optimisation_options or {}),
-            )
+            rec, _ = optimisation_attack(attacked_encoder, z_t, decoder=decoder, seed=seed,
+                                         image_size=tuple(target_images.shape[-2:]), **(optimisation_options or {}))
             rows.append(inversion_success(reference_encoder, rec, target_images, threshold=tau, attack="optimisation").as_row())
         else:
             rows.append({"attack": "optimisation", "success_rate": math.nan, "ci_low": math.nan, "ci_high": math.nan,
                          "n_targets": int(target_images.shape[0]), "threshold": tau, "mean_score": math.nan})
-    table = pd.DataFrame(rows)
-    table["reference_far"] = far
-    return table
+    return pd.DataFrame(rows).assign(reference_far=far)
 
 
 #: Columns :func:`describe_inversion_evidence` reads from an inversion table (``table7_inversion``).

@@ -28,19 +28,21 @@ from ..errors import InsufficientDataError, InvalidArgumentError, ShapeError
 from ..metrics import DEFAULT_MIN_FALSE_ACCEPTS
 from .verification import VerificationPairs, validation_tar
 
-__all__ = [
-    "MLPOptions",
-    "DEFAULT_RIDGE_LAMBDAS",
-    "RawProbe",
-    "RidgeProbe",
-    "fit_ridge_probe",
-    "select_ridge_probe",
-    "MLPProbe",
-    "fit_mlp_probe",
-]
+__all__ = ["MLPOptions", "DEFAULT_RIDGE_LAMBDAS", "RawProbe", "RidgeProbe", "fit_ridge_probe", "select_ridge_probe",
+           "MLPProbe", "fit_mlp_probe"]
 
 #: The ridge λ grid: 13 values, log-spaced from 1e-3 to 1e3.
 DEFAULT_RIDGE_LAMBDAS: tuple[float, ...] = tuple(float(10.0 ** (e / 2)) for e in range(-6, 7))
+
+
+def _init_(module: torch.nn.Module, generator: torch.Generator | None) -> None:
+    """PyTorch's default fan-in uniform initialisation, drawn from ``generator`` (no global RNG)."""
+    for mod in module.modules():
+        if isinstance(mod, (torch.nn.Linear, torch.nn.Conv2d)):
+            torch.nn.init.kaiming_uniform_(mod.weight, a=math.sqrt(5), generator=generator)
+            if mod.bias is not None:
+                bound = 1.0 / math.sqrt(mod.weight[0].numel())  # 1 / sqrt(fan_in)
+                torch.nn.init.uniform_(mod.bias, -bound, bound, generator=generator)
 
 
 def _labels(identities: torch.Tensor, n: int, name: str = "identities") -> tuple[torch.Tensor, int]:
@@ -81,8 +83,7 @@ class RidgeProbe:
     name = "ridge"
 
     def __call__(self, embeddings: torch.Tensor) -> torch.Tensor:
-        w = self.weight.to(embeddings.device, embeddings.dtype)
-        return torch.nn.functional.normalize(embeddings @ w, dim=-1)
+        return torch.nn.functional.normalize(embeddings @ self.weight.to(embeddings.device, embeddings.dtype), dim=-1)
 
     def __repr__(self) -> str:
         return f"RidgeProbe(lam={self.lam:g}, dim={self.weight.shape[0]}, n_identities={self.weight.shape[1]})"
@@ -110,17 +111,10 @@ def fit_ridge_probe(embeddings: torch.Tensor, identities: torch.Tensor, *, lam: 
     return RidgeProbe(_RidgePath(embeddings, identities).weight(lam), lam)
 
 
-def select_ridge_probe(
-    train_emb: torch.Tensor,
-    train_id: torch.Tensor,
-    val_emb: torch.Tensor,
-    val_pairs: VerificationPairs,
-    *,
-    lambdas: Sequence[float] | None = None,
-    far: float = 1e-4,
-    min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS,
-    chunk_size: int | None = None,
-) -> tuple[RidgeProbe, pd.DataFrame]:
+def select_ridge_probe(train_emb: torch.Tensor, train_id: torch.Tensor, val_emb: torch.Tensor,
+                       val_pairs: VerificationPairs, *, lambdas: Sequence[float] | None = None, far: float = 1e-4,
+                       min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS,
+                       chunk_size: int | None = None) -> tuple[RidgeProbe, pd.DataFrame]:
     """Fit ridge probes over a λ grid and keep the one with the highest validation TAR at ``far``.
 
     Ties go to the larger λ (the more regularised probe).
@@ -140,11 +134,9 @@ def select_ridge_probe(
         raise InvalidArgumentError("lambdas must contain at least one value > 0")
     path = _RidgePath(train_emb, train_id)
     val = val_emb.to(train_emb.device)
-    scores = []
-    for lam in grid:
-        probe = RidgeProbe(path.weight(lam), lam)
-        with torch.no_grad():
-            scores.append(validation_tar(val_pairs, probe(val), far=far, min_false_accepts=min_false_accepts, chunk_size=chunk_size))
+    with torch.no_grad():
+        scores = [validation_tar(val_pairs, RidgeProbe(path.weight(lam), lam)(val), far=far,
+                                 min_false_accepts=min_false_accepts, chunk_size=chunk_size) for lam in grid]
     best = max(range(len(grid)), key=lambda i: (scores[i], grid[i]))
     table = pd.DataFrame({"lam": list(grid), "val_tar": scores, "selected": [i == best for i in range(len(grid))]})
     return RidgeProbe(path.weight(grid[best]), grid[best]), table
@@ -162,9 +154,8 @@ class MLPProbe(torch.nn.Module):
 
     name = "mlp"
 
-    def __init__(
-        self, dim: int, n_classes: int, *, hidden: tuple[int, int] = (512, 256), generator: torch.Generator | None = None
-    ) -> None:
+    def __init__(self, dim: int, n_classes: int, *, hidden: tuple[int, int] = (512, 256),
+                 generator: torch.Generator | None = None) -> None:
         super().__init__()
         dim = check_int("dim", dim, minimum=1)
         n_classes = check_int("n_classes", n_classes, minimum=2)
@@ -172,10 +163,7 @@ class MLPProbe(torch.nn.Module):
         self.fc1 = torch.nn.utils.skip_init(torch.nn.Linear, dim, h1)
         self.fc2 = torch.nn.utils.skip_init(torch.nn.Linear, h1, h2)
         self.head = torch.nn.utils.skip_init(torch.nn.Linear, h2, n_classes)
-        for layer in (self.fc1, self.fc2, self.head):
-            torch.nn.init.kaiming_uniform_(layer.weight, a=math.sqrt(5), generator=generator)
-            bound = 1.0 / math.sqrt(layer.in_features)
-            torch.nn.init.uniform_(layer.bias, -bound, bound, generator=generator)
+        _init_(self, generator)
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """The un-normalised 256-d penultimate embedding."""
@@ -219,18 +207,10 @@ class MLPOptions:
             check_int("hidden", h, minimum=1)
 
 
-def fit_mlp_probe(
-    train_emb: torch.Tensor,
-    train_id: torch.Tensor,
-    val_emb: torch.Tensor,
-    val_pairs: VerificationPairs,
-    *,
-    options: MLPOptions | None = None,
-    far: float = 1e-4,
-    min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS,
-    seed: int = 0,
-    chunk_size: int | None = None,
-) -> tuple[MLPProbe, pd.DataFrame]:
+def fit_mlp_probe(train_emb: torch.Tensor, train_id: torch.Tensor, val_emb: torch.Tensor, val_pairs: VerificationPairs,
+                  *, options: MLPOptions | None = None, far: float = 1e-4,
+                  min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS, seed: int = 0,
+                  chunk_size: int | None = None) -> tuple[MLPProbe, pd.DataFrame]:
     """Train the MLP probe with cross-entropy over the probe-fit identities; early stopping on validation TAR.
 
     After every epoch the validation TAR at ``far`` is measured (threshold set on the validation impostor pairs);
@@ -251,41 +231,37 @@ def fit_mlp_probe(
     options = MLPOptions() if options is None else options
     if not isinstance(options, MLPOptions):
         raise InvalidArgumentError(f"options must be an MLPOptions, got {type(options).__name__}")
-    hidden, lr, batch_size = options.hidden, options.lr, options.batch_size
-    max_epochs, patience = options.max_epochs, options.patience
     generator = torch.Generator().manual_seed(check_int("seed", seed, minimum=0))
     dev = train_emb.device
-    net = MLPProbe(train_emb.shape[1], m, hidden=tuple(hidden), generator=generator).to(dev)
-    opt = torch.optim.Adam(net.parameters(), lr=lr)
-    x = train_emb.float()
-    val = val_emb.to(dev).float()
+    net = MLPProbe(train_emb.shape[1], m, hidden=tuple(options.hidden), generator=generator).to(dev)
+    opt = torch.optim.Adam(net.parameters(), lr=options.lr)
+    x, val = train_emb.float(), val_emb.to(dev).float()
     history = []
     best_tar, best_state, best_epoch, stale = -1.0, None, 0, 0
-    for epoch in range(1, max_epochs + 1):
+    for epoch in range(1, options.max_epochs + 1):
         net.train()
         perm = torch.randperm(x.shape[0], generator=generator).to(dev)
-        total, count = 0.0, 0
-        for s in range(0, x.shape[0], batch_size):
-            idx = perm[s : s + batch_size]
+        total = 0.0
+        for s in range(0, x.shape[0], options.batch_size):
+            idx = perm[s : s + options.batch_size]
             loss = torch.nn.functional.cross_entropy(net.logits(x[idx]), inv[idx])
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             total += float(loss.detach()) * idx.numel()
-            count += idx.numel()
         net.eval()
         with torch.no_grad():
-            tar = validation_tar(val_pairs, net(val), far=far, min_false_accepts=min_false_accepts, chunk_size=chunk_size)
-        history.append({"epoch": epoch, "train_loss": total / count, "val_tar": tar})
+            tar = validation_tar(val_pairs, net(val), far=far, min_false_accepts=min_false_accepts,
+                                 chunk_size=chunk_size)
+        history.append({"epoch": epoch, "train_loss": total / x.shape[0], "val_tar": tar})
         if tar > best_tar:
             best_tar, best_epoch, stale = tar, epoch, 0
             best_state = copy.deepcopy(net.state_dict())
         else:
             stale += 1
-            if stale >= patience:
+            if stale >= options.patience:
                 break
     net.load_state_dict(best_state)
     net.eval()
     table = pd.DataFrame(history)
-    table["selected"] = table["epoch"] == best_epoch
-    return net, table
+    return net, table.assign(selected=table["epoch"] == best_epoch)

@@ -22,32 +22,18 @@ numerical-rank tolerance, LEACE's optional rank truncation and INLP's per-iterat
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Self
 
 import torch
 
-from .._validate import (
-    UNIT_NORM_TOL,
-    check_int,
-    check_probability,
-    check_positive,
-    check_tensor,
-    check_choice,
-)
+from .._validate import UNIT_NORM_TOL, check_choice, check_int, check_positive, check_probability, check_tensor
 from ..errors import InsufficientDataError, InvalidArgumentError, NotUnitNormError, ShapeError
 from ..linalg import RANK_RTOL, numerical_rank, top_singular_directions
 
-__all__ = [
-    "IdentitySanitizer",
-    "IdentityProjector",
-    "LeaceFitter",
-    "LeaceEraser",
-    "INLPFitter",
-    "principal_angles",
-    "RANK_RULES",
-]
+__all__ = ["IdentitySanitizer", "IdentityProjector", "LeaceFitter", "LeaceEraser", "INLPFitter", "principal_angles",
+           "RANK_RULES"]
 
 #: Rank rules of :class:`IdentitySanitizer` when ``rank`` is None.
 RANK_RULES: tuple[str, ...] = ("energy", "relative", "full")
@@ -77,8 +63,7 @@ class _IdentityStats:
         self.dim: int | None = None
         self.device: torch.device | None = None
         self.labels: torch.Tensor | None = None  # (m,) int64, insertion order
-        self._sorted_labels: torch.Tensor | None = None
-        self._sorted_rows: torch.Tensor | None = None
+        self._sorted_labels = self._sorted_rows = None  # labels sorted, and the row of each
         self.sums: torch.Tensor | None = None  # (m, d) float64
         self.counts: torch.Tensor | None = None  # (m,) float64
         self.total: torch.Tensor | None = None  # (d,) float64
@@ -114,17 +99,14 @@ class _IdentityStats:
             if worst > UNIT_NORM_TOL:
                 raise NotUnitNormError(
                     f"embeddings must have unit L2 norm along its last dimension (tolerance {UNIT_NORM_TOL:g}); "
-                    f"the worst row is off by {worst:.3g}. Normalise with x / x.norm(dim=-1, keepdim=True)."
-                )
-        ids = identities.to(device, torch.int64)
-        uniq, inv = torch.unique(ids, return_inverse=True)
+                    f"the worst row is off by {worst:.3g}. Normalise with x / x.norm(dim=-1, keepdim=True).")
+        uniq, inv = torch.unique(identities.to(device, torch.int64), return_inverse=True)
         u = uniq.numel()
         batch_sums = torch.zeros(u, d, dtype=torch.float64, device=device)
         batch_moment = torch.zeros(d, d, dtype=torch.float64, device=device) if self.second_moment else None
         for s in range(0, n, self._CHUNK):
             xs = work[s : s + self._CHUNK]
-            part = torch.zeros(u, d, dtype=xs.dtype, device=device).index_add_(0, inv[s : s + self._CHUNK], xs)
-            batch_sums += part
+            batch_sums += torch.zeros(u, d, dtype=xs.dtype, device=device).index_add_(0, inv[s : s + self._CHUNK], xs)
             if batch_moment is not None:
                 x64 = xs.double()
                 batch_moment.addmm_(x64.T, x64)
@@ -135,13 +117,11 @@ class _IdentityStats:
         if self.dim is None:
             self.dim, self.device = d, device
             self.labels = torch.empty(0, dtype=torch.int64, device=device)
-            self._sorted_labels = self.labels
-            self._sorted_rows = self.labels
+            self._sorted_labels = self._sorted_rows = self.labels
             self.sums = torch.zeros(0, d, dtype=torch.float64, device=device)
             self.counts = torch.zeros(0, dtype=torch.float64, device=device)
             self.total = torch.zeros(d, dtype=torch.float64, device=device)
-            if self.second_moment:
-                self.moment = torch.zeros(d, d, dtype=torch.float64, device=device)
+            self.moment = torch.zeros(d, d, dtype=torch.float64, device=device) if self.second_moment else None
         rows = self._rows_for(uniq)
         self.sums.index_add_(0, rows, batch_sums)
         self.counts.index_add_(0, rows, torch.bincount(inv, minlength=u).double())
@@ -163,13 +143,11 @@ class _IdentityStats:
         new = uniq[~found]
         n_new = int(new.numel())
         if n_new:
-            new_rows = torch.arange(m, m + n_new, device=self.device)
-            rows[~found] = new_rows
+            rows[~found] = torch.arange(m, m + n_new, device=self.device)
             self.labels = torch.cat([self.labels, new])
             self.sums = torch.cat([self.sums, self.sums.new_zeros(n_new, self.dim)])
             self.counts = torch.cat([self.counts, self.counts.new_zeros(n_new)])
-            self._sorted_labels, order = torch.sort(self.labels)
-            self._sorted_rows = order
+            self._sorted_labels, self._sorted_rows = torch.sort(self.labels)
         return rows
 
     # -- derived quantities ----------------------------------------------------------------------------------------
@@ -181,8 +159,7 @@ class _IdentityStats:
         if self.n_identities < min_identities:
             raise InsufficientDataError(
                 f"embeddings: need at least {min_identities} distinct identities to fit, got {self.n_identities}; "
-                "call update(embeddings, identities) with more identities"
-            )
+                "call update(embeddings, identities) with more identities")
 
     def class_means(self) -> torch.Tensor:
         return self.sums / self.counts[:, None]
@@ -191,21 +168,21 @@ class _IdentityStats:
         return {"n_samples": self.n, "n_identities": self.n_identities, "dim": self.dim}
 
 
-def _check_rank(rank: int | None, name: str = "rank") -> int | None:
-    if rank is None:
-        return None
-    return check_int(name, rank, minimum=1)
+def _check_rank(rank: int | None) -> int | None:
+    return None if rank is None else check_int("rank", rank, minimum=1)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Serialisation helpers (safetensors + JSON metadata, never pickle)
 # ---------------------------------------------------------------------------------------------------------------------
-def _save(path: str | Path, tensors: dict[str, torch.Tensor], meta: dict) -> Path:
+def _save(path: str | Path, obj: Any, tensors: tuple[str, ...], fields: tuple[str, ...]) -> Path:
+    """Write the ``tensors`` attributes of ``obj`` to safetensors, its class and ``fields`` as JSON metadata."""
     from safetensors.torch import save_file
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {k: v.detach().to("cpu").contiguous() for k, v in tensors.items()}
+    meta = {"class": type(obj).__name__, "format_version": _FORMAT_VERSION, **{k: getattr(obj, k) for k in fields}}
+    payload = {k: getattr(obj, k).detach().to("cpu").contiguous() for k in tensors}
     save_file(payload, str(path), metadata={"privkit": json.dumps(meta, sort_keys=True)})
     return path
 
@@ -223,9 +200,7 @@ def _load(path: str | Path, expected_class: str, device: str | torch.device) -> 
         raise InvalidArgumentError(f"path={str(path)!r} is a safetensors file without privkit metadata")
     meta = json.loads(raw)
     if meta.get("class") != expected_class:
-        raise InvalidArgumentError(
-            f"path={str(path)!r} holds a {meta.get('class')!r}, not a {expected_class!r}"
-        )
+        raise InvalidArgumentError(f"path={str(path)!r} holds a {meta.get('class')!r}, not a {expected_class!r}")
     if int(meta.get("format_version", -1)) != _FORMAT_VERSION:
         raise InvalidArgumentError(f"path={str(path)!r} has format_version {meta.get('format_version')}, expected 1")
     return {k: v.to(device) for k, v in tensors.items()}, meta
@@ -316,38 +291,23 @@ class IdentityProjector:
 
     def to(self, device: str | torch.device | None = None, dtype: torch.dtype | None = None) -> "IdentityProjector":
         """A copy with the basis on ``device`` and/or in ``dtype`` (the spectrum stays float64)."""
-        basis = self.basis.to(device=device, dtype=dtype)
-        spectrum = self.spectrum.to(device=device)
-        return IdentityProjector(basis, renormalize=self.renormalize, method=self.method, spectrum=spectrum, info=dict(self.info))
+        return replace(self, basis=self.basis.to(device=device, dtype=dtype), spectrum=self.spectrum.to(device=device),
+                       info=dict(self.info))
 
     def save(self, path: str | Path) -> Path:
         """Write a safetensors file (tensors ``basis`` and ``spectrum``; metadata as JSON). No pickle."""
-        meta = {
-            "class": "IdentityProjector",
-            "format_version": _FORMAT_VERSION,
-            "renormalize": self.renormalize,
-            "method": self.method,
-            "info": self.info,
-        }
-        return _save(path, {"basis": self.basis, "spectrum": self.spectrum}, meta)
+        return _save(path, self, ("basis", "spectrum"), ("renormalize", "method", "info"))
 
     @classmethod
     def load(cls, path: str | Path, *, device: str | torch.device = "cpu") -> "IdentityProjector":
         """Read a projector written by :meth:`save`."""
         tensors, meta = _load(path, "IdentityProjector", device)
-        return cls(
-            tensors["basis"],
-            renormalize=bool(meta["renormalize"]),
-            method=str(meta["method"]),
-            spectrum=tensors["spectrum"],
-            info=dict(meta.get("info", {})),
-        )
+        return cls(tensors["basis"], renormalize=bool(meta["renormalize"]), method=str(meta["method"]),
+                   spectrum=tensors["spectrum"], info=dict(meta.get("info", {})))
 
     def __repr__(self) -> str:
-        return (
-            f"IdentityProjector(method={self.method!r}, dim={self.dim}, rank={self.rank}, "
-            f"renormalize={self.renormalize}, dtype={self.basis.dtype}, device={self.basis.device})"
-        )
+        return (f"IdentityProjector(method={self.method!r}, dim={self.dim}, rank={self.rank}, "
+                f"renormalize={self.renormalize}, dtype={self.basis.dtype}, device={self.basis.device})")
 
 
 class _StreamingFitter:
@@ -405,17 +365,9 @@ class IdentitySanitizer(_StreamingFitter):
             ℓ2-normalised embeddings).
     """
 
-    def __init__(
-        self,
-        rank: int | None = None,
-        *,
-        rank_rule: Literal["energy", "relative", "full"] = "energy",
-        energy: float = 0.9,
-        relative_sv: float = 0.1,
-        renormalize: bool = True,
-        solver: Literal["gram", "svd"] = "gram",
-        require_unit_norm: bool = True,
-    ) -> None:
+    def __init__(self, rank: int | None = None, *, rank_rule: Literal["energy", "relative", "full"] = "energy",
+                 energy: float = 0.9, relative_sv: float = 0.1, renormalize: bool = True,
+                 solver: Literal["gram", "svd"] = "gram", require_unit_norm: bool = True) -> None:
         self.rank = _check_rank(rank)
         self.rank_rule = check_choice("rank_rule", rank_rule, RANK_RULES)
         self.energy = check_probability("energy", energy, open_low=True, open_high=False)
@@ -468,21 +420,17 @@ class IdentitySanitizer(_StreamingFitter):
         num_rank = numerical_rank(s)
         if num_rank == 0:
             raise InsufficientDataError(
-                "embeddings: all class means are identical (M = 0); there is no identity subspace to remove"
-            )
+                "embeddings: all class means are identical (M = 0); there is no identity subspace to remove")
         if self.rank is not None:
             limit = min(d, m - 1)
             if self.rank > limit:
                 raise InvalidArgumentError(
                     f"rank must lie in [1, min(d, m - 1)] = [1, {limit}] for d={d} and m={m} identities "
-                    f"(the centred class-mean matrix has rank at most m - 1), got {self.rank}"
-                )
+                    f"(the centred class-mean matrix has rank at most m - 1), got {self.rank}")
             if self.rank > num_rank:
                 raise InsufficientDataError(
                     f"rank={self.rank} exceeds the numerical rank {num_rank} of the centred class-mean matrix; "
-                    "the extra directions would be arbitrary. Use rank <= "
-                    f"{num_rank} or fit on more identities"
-                )
+                    f"the extra directions would be arbitrary. Use rank <= {num_rank} or fit on more identities")
             return self.rank
         # A rule never removes more directions than M has: beyond the numerical rank the "singular vectors" are
         # arbitrary (or zero columns), and a zero column would be reported as a removed direction.
@@ -504,27 +452,18 @@ class IdentitySanitizer(_StreamingFitter):
         if self._cache is None:
             u, s = self._decompose()
             r = self.choose_rank()
-            info = {
-                **self._stats.state(),
-                "rank_rule": "explicit" if self.rank is not None else self.rank_rule,
-                "rank_removed": r,
-                "numerical_rank": numerical_rank(s),
-                "rule_rank_before_cap": self.rank if self.rank is not None else self._rule_rank(s),
-                "energy": self.energy,
-                "relative_sv": self.relative_sv,
-                "solver": self.solver,
-                "explained_energy": float((s[:r] ** 2).sum() / (s**2).sum()),
-            }
-            self._cache = IdentityProjector(
-                u[:, :r].contiguous(), renormalize=self.renormalize, method="isp", spectrum=s.clone(), info=info
-            )
+            info = {**self._stats.state(), "rank_rule": "explicit" if self.rank is not None else self.rank_rule,
+                    "rank_removed": r, "numerical_rank": numerical_rank(s),
+                    "rule_rank_before_cap": self.rank if self.rank is not None else self._rule_rank(s),
+                    "energy": self.energy, "relative_sv": self.relative_sv, "solver": self.solver,
+                    "explained_energy": float((s[:r] ** 2).sum() / (s**2).sum())}
+            self._cache = IdentityProjector(u[:, :r].contiguous(), renormalize=self.renormalize, method="isp",
+                                            spectrum=s.clone(), info=info)
         return self._cache
 
     def __repr__(self) -> str:
-        return (
-            f"IdentitySanitizer(rank={self.rank}, rank_rule={self.rank_rule!r}, n_identities={self.n_identities}, "
-            f"n_samples={self.n_samples})"
-        )
+        return (f"IdentitySanitizer(rank={self.rank}, rank_rule={self.rank_rule!r}, n_identities={self.n_identities}, "
+                f"n_samples={self.n_samples})")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -554,8 +493,7 @@ class LeaceEraser:
         check_tensor("mean", self.mean, ndim=1, floating=True)
         d = self.mean.shape[0]
         check_tensor("right", self.right, ndim=2, floating=True)
-        r = self.right.shape[1]
-        check_tensor("left", self.left, shape=(r, d), floating=True)
+        check_tensor("left", self.left, shape=(self.right.shape[1], d), floating=True)
         if self.right.shape[0] != d:
             raise ShapeError(f"right must have shape ({d}, r), got {tuple(self.right.shape)}")
 
@@ -572,27 +510,19 @@ class LeaceEraser:
         rows, shape = _as_rows("embeddings", embeddings, self.dim)
         dev, dt = rows.device, rows.dtype
         mu, right, left = (t.to(dev, dt) for t in (self.mean, self.right, self.left))
-        coef = rows @ right - mu @ right
-        out = torch.addmm(rows, coef, left, alpha=-1)
+        out = torch.addmm(rows, rows @ right - mu @ right, left, alpha=-1)
         return _finish(out, rows, self.renormalize, check_finite).reshape(shape)
 
     def matrix(self) -> torch.Tensor:
         """The linear part P = I − W⁺QQᵀW (column-vector convention: x' = μ + P (x − μ)). Oblique: P² = P, P ≠ Pᵀ."""
-        eye = torch.eye(self.dim, dtype=self.right.dtype, device=self.right.device)
-        return eye - (self.right @ self.left).T
+        return torch.eye(self.dim, dtype=self.right.dtype, device=self.right.device) - (self.right @ self.left).T
 
     def to(self, device: str | torch.device | None = None, dtype: torch.dtype | None = None) -> "LeaceEraser":
-        return LeaceEraser(
-            self.mean.to(device=device, dtype=dtype),
-            self.right.to(device=device, dtype=dtype),
-            self.left.to(device=device, dtype=dtype),
-            renormalize=self.renormalize,
-            info=dict(self.info),
-        )
+        mean, right, left = (t.to(device=device, dtype=dtype) for t in (self.mean, self.right, self.left))
+        return replace(self, mean=mean, right=right, left=left, info=dict(self.info))
 
     def save(self, path: str | Path) -> Path:
-        meta = {"class": "LeaceEraser", "format_version": _FORMAT_VERSION, "renormalize": self.renormalize, "info": self.info}
-        return _save(path, {"mean": self.mean, "right": self.right, "left": self.left}, meta)
+        return _save(path, self, ("mean", "right", "left"), ("renormalize", "info"))
 
     @classmethod
     def load(cls, path: str | Path, *, device: str | torch.device = "cpu") -> "LeaceEraser":
@@ -606,8 +536,7 @@ class LeaceEraser:
 def _whitening(cov: torch.Tensor, *, tol: float) -> tuple[torch.Tensor, torch.Tensor]:
     """W = (Σ^{1/2})⁺ and W⁺ = Σ^{1/2} on the range of Σ (eigenvalues > tol · λ_max)."""
     evals, vecs = torch.linalg.eigh(cov)
-    lmax = evals[-1].clamp(min=0)
-    keep = evals > tol * lmax
+    keep = evals > tol * evals[-1].clamp(min=0)
     v = vecs[:, keep]
     root = evals[keep].sqrt()
     return (v / root) @ v.T, (v * root) @ v.T
@@ -634,14 +563,8 @@ class LeaceFitter(_StreamingFitter):
 
     _second_moment = True
 
-    def __init__(
-        self,
-        rank: int | None = None,
-        *,
-        renormalize: bool = True,
-        eig_tol: float = 1e-10,
-        require_unit_norm: bool = True,
-    ) -> None:
+    def __init__(self, rank: int | None = None, *, renormalize: bool = True, eig_tol: float = 1e-10,
+                 require_unit_norm: bool = True) -> None:
         self.rank = _check_rank(rank)
         self.renormalize = bool(renormalize)
         self.eig_tol = check_positive("eig_tol", eig_tol)
@@ -659,25 +582,22 @@ class LeaceFitter(_StreamingFitter):
             cov = 0.5 * (cov + cov.T)
             xz = (st.sums - st.counts[:, None] * mu) / n  # (m, d): rows are columns of Σ_XZ
             w, w_pinv = _whitening(cov, tol=self.eig_tol)
-            a_rows = xz @ w  # (m, d) rows of (W Σ_XZ)ᵀ  (W symmetric)
-            q, s = top_singular_directions(a_rows, solver="gram")
+            q, s = top_singular_directions(xz @ w, solver="gram")  # xz @ w: the (m, d) rows of (W Σ_XZ)ᵀ (W symmetric)
             num_rank = numerical_rank(s)
             if num_rank == 0:
                 raise InsufficientDataError("embeddings: class means are identical; nothing to erase")
             if self.rank is not None:
                 limit = min(st.dim, st.n_identities - 1)
                 if self.rank > limit:
-                    raise InvalidArgumentError(
-                        f"rank must lie in [1, min(d, m - 1)] = [1, {limit}] for m={st.n_identities} identities, got {self.rank}"
-                    )
+                    raise InvalidArgumentError(f"rank must lie in [1, min(d, m - 1)] = [1, {limit}] for "
+                                               f"m={st.n_identities} identities, got {self.rank}")
                 if self.rank > num_rank:
                     raise InsufficientDataError(f"rank={self.rank} exceeds the numerical rank {num_rank} of W Σ_XZ")
             r = num_rank if self.rank is None else self.rank
             q = q[:, :r]
-            right = w @ q
-            left = (w_pinv @ q).T
             info = {**st.state(), "rank": r, "full_rank": num_rank, "eig_tol": self.eig_tol}
-            self._cache = LeaceEraser(mu, right.contiguous(), left.contiguous(), renormalize=self.renormalize, info=info)
+            self._cache = LeaceEraser(mu, (w @ q).contiguous(), (w_pinv @ q).T.contiguous(),
+                                      renormalize=self.renormalize, info=info)
         return self._cache
 
 
@@ -708,15 +628,8 @@ class INLPFitter(_StreamingFitter):
 
     _second_moment = True
 
-    def __init__(
-        self,
-        n_iterations: int = 10,
-        *,
-        directions_per_iteration: int = 1,
-        alpha: float = 1e-3,
-        renormalize: bool = True,
-        require_unit_norm: bool = True,
-    ) -> None:
+    def __init__(self, n_iterations: int = 10, *, directions_per_iteration: int = 1, alpha: float = 1e-3,
+                 renormalize: bool = True, require_unit_norm: bool = True) -> None:
         self.n_iterations = check_int("n_iterations", n_iterations, minimum=1)
         self.directions_per_iteration = check_int("directions_per_iteration", directions_per_iteration, minimum=1)
         self.alpha = check_positive("alpha", alpha)
@@ -733,10 +646,8 @@ class INLPFitter(_StreamingFitter):
             total_rank = self.n_iterations * self.directions_per_iteration
             limit = min(d, m - 1)
             if total_rank > limit:
-                raise InvalidArgumentError(
-                    f"n_iterations * directions_per_iteration must be <= min(d, m - 1) = {limit} "
-                    f"for d={d}, m={m} identities, got {total_rank}"
-                )
+                raise InvalidArgumentError(f"n_iterations * directions_per_iteration must be <= min(d, m - 1) = "
+                                           f"{limit} for d={d}, m={m} identities, got {total_rank}")
             mu = st.total / st.n
             c = st.moment - st.n * torch.outer(mu, mu)
             c = 0.5 * (c + c.T)
@@ -744,8 +655,7 @@ class INLPFitter(_StreamingFitter):
             lam = self.alpha * float(torch.diagonal(c).sum()) / d
             eye = torch.eye(d, dtype=c.dtype, device=c.device)
             basis = torch.zeros(d, 0, dtype=c.dtype, device=c.device)
-            strengths: list[torch.Tensor] = []
-            residual: list[float] = []
+            strengths, residual = [], []  # per iteration: removed variances, relative cross-scatter left
             b_norm = float(torch.linalg.matrix_norm(b))
             for _ in range(self.n_iterations):
                 p = eye - basis @ basis.T
@@ -768,20 +678,14 @@ class INLPFitter(_StreamingFitter):
                 s = h_val[: self.directions_per_iteration].clamp(min=0) / st.n
                 if float(s[0]) <= 0:
                     raise InsufficientDataError("INLP: the classifier output has no variance left; nothing to remove")
-                new = new - basis @ (basis.T @ new)  # re-orthogonalise against the removed directions
-                new, _ = torch.linalg.qr(new)
+                new, _ = torch.linalg.qr(new - basis @ (basis.T @ new))  # orthogonal to the removed directions
                 basis = torch.cat([basis, new], dim=1)
                 strengths.append(s[: self.directions_per_iteration])
-            info = {
-                **st.state(),
-                "n_iterations": self.n_iterations,
-                "directions_per_iteration": self.directions_per_iteration,
-                "alpha": self.alpha,
-                "relative_cross_scatter_before_each_iteration": residual,
-            }
-            self._cache = IdentityProjector(
-                basis.contiguous(), renormalize=self.renormalize, method="inlp", spectrum=torch.cat(strengths), info=info
-            )
+            info = {**st.state(), "n_iterations": self.n_iterations,
+                    "directions_per_iteration": self.directions_per_iteration, "alpha": self.alpha,
+                    "relative_cross_scatter_before_each_iteration": residual}
+            self._cache = IdentityProjector(basis.contiguous(), renormalize=self.renormalize, method="inlp",
+                                            spectrum=torch.cat(strengths), info=info)
         return self._cache
 
 
@@ -798,16 +702,13 @@ def _basis_of(name: str, u: torch.Tensor | IdentityProjector) -> torch.Tensor:
     gram = u64.T @ u64
     err = float((gram - torch.eye(gram.shape[0], dtype=gram.dtype, device=gram.device)).abs().max())
     if err > 1e-4:
-        raise InvalidArgumentError(
-            f"{name} must have orthonormal columns (|UᵀU − I| <= 1e-4), got max deviation {err:.3g}; "
-            "orthonormalise it with torch.linalg.qr"
-        )
+        raise InvalidArgumentError(f"{name} must have orthonormal columns (|UᵀU − I| <= 1e-4), got max deviation "
+                                   f"{err:.3g}; orthonormalise it with torch.linalg.qr")
     return u64
 
 
-def principal_angles(
-    basis_a: torch.Tensor | IdentityProjector, basis_b: torch.Tensor | IdentityProjector
-) -> torch.Tensor:
+def principal_angles(basis_a: torch.Tensor | IdentityProjector,
+                     basis_b: torch.Tensor | IdentityProjector) -> torch.Tensor:
     """Cosines of the principal angles between span(U_a) and span(U_b).
 
     The cosines are the singular values of U_aᵀ U_b (float64, descending, clipped to [0, 1]); the angles are their

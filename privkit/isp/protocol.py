@@ -8,6 +8,7 @@ The pairs, the chunked impostor scan and the thresholds are :mod:`privkit.isp.ve
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import combinations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -16,10 +17,10 @@ import torch
 
 from .._validate import check_choice, check_int, check_probability, check_tensor, check_unit_norm
 from ..device import resolve_device
-from ..errors import InsufficientDataError, InvalidArgumentError, ShapeError
+from ..errors import InvalidArgumentError, ShapeError
 from ..metrics import DEFAULT_FARS, DEFAULT_MIN_FALSE_ACCEPTS, _check_fars, smallest_resolvable_far
 from . import probes as _probes
-from .verification import VerificationPairs, _evaluate_with_calibration
+from .verification import VerificationPairs, _evaluate_with_calibration, _shuffled_groups
 
 __all__ = ["EmbeddingSplits", "VerificationProtocol", "VerificationResult", "evaluate_verification", "subsample_shots"]
 
@@ -62,26 +63,14 @@ def _check_split(name: str, emb: torch.Tensor, ids: torch.Tensor, d: int | None)
         raise ShapeError(f"{name}_emb must have {d} columns like train_emb, got {emb.shape[1]}")
 
 
-def subsample_shots(
-    identities: torch.Tensor, k: int, *, generator: torch.Generator | None = None, name: str = "train_id"
-) -> torch.Tensor:
+def subsample_shots(identities: torch.Tensor, k: int, *, generator: torch.Generator | None = None,
+                    name: str = "train_id") -> torch.Tensor:
     """Indices of ``k`` random images per identity (sorted). Raises if any identity has fewer than ``k``."""
     k = check_int("k", k, minimum=1)
     uniq, labels = torch.unique(identities.cpu(), return_inverse=True)
     counts = torch.bincount(labels, minlength=uniq.numel())
-    short = int((counts < k).sum())
-    if short:
-        raise InsufficientDataError(
-            f"{name}: k={k} shots per identity requested but {short} of {uniq.numel()} identities have fewer "
-            f"(minimum {int(counts.min())})"
-        )
-    order = torch.argsort(labels, stable=True)
-    starts = torch.cumsum(counts, 0) - counts
-    keep = []
-    for i in range(uniq.numel()):
-        idx = order[starts[i] : starts[i] + counts[i]]
-        keep.append(idx[torch.randperm(idx.numel(), generator=generator)[:k]])
-    return torch.sort(torch.cat(keep)).values
+    groups = _shuffled_groups(name, labels, counts, k, f"k={k} shots per identity requested but", generator)
+    return torch.sort(torch.cat([g[:k] for g in groups])).values
 
 
 @dataclass(frozen=True, eq=False)
@@ -147,17 +136,10 @@ class VerificationProtocol:
         check_probability("ci", self.ci)
 
 
-def evaluate_verification(
-    splits: EmbeddingSplits,
-    *,
-    probe: Literal["raw", "ridge", "mlp"] = "raw",
-    protocol: VerificationProtocol | None = None,
-    ridge_lambdas: Sequence[float] | None = None,
-    mlp_options: Any = None,
-    seed: int = 0,
-    chunk_size: int | None = None,
-    device: str | torch.device | None = None,
-) -> VerificationResult:
+def evaluate_verification(splits: EmbeddingSplits, *, probe: Literal["raw", "ridge", "mlp"] = "raw",
+                          protocol: VerificationProtocol | None = None, ridge_lambdas: Sequence[float] | None = None,
+                          mlp_options: Any = None, seed: int = 0, chunk_size: int | None = None,
+                          device: str | torch.device | None = None) -> VerificationResult:
     """Open-set few-shot verification of an attacker's probe (docs/isp.md §3).
 
     1. The probe is fitted on the probe-fit identities (``train_*``): ``"raw"`` (cosine, no probe), ``"ridge"``
@@ -200,23 +182,14 @@ def evaluate_verification(
     d = train_emb.shape[1]
     _check_split("val", val_emb, val_id, d)
     _check_split("test", test_emb, test_id, d)
-    for a, b, (na, nb) in (
-        (train_id, val_id, ("train", "val")),
-        (train_id, test_id, ("train", "test")),
-        (val_id, test_id, ("val", "test")),
-    ):
+    for (na, a), (nb, b) in combinations((("train", train_id), ("val", val_id), ("test", test_id)), 2):
         shared = torch.isin(torch.unique(a.cpu()), torch.unique(b.cpu()))
         if bool(shared.any()):
-            raise InvalidArgumentError(
-                f"{na}_id and {nb}_id share {int(shared.sum())} identities; the protocol is open-set and needs "
-                "disjoint identity splits"
-            )
+            raise InvalidArgumentError(f"{na}_id and {nb}_id share {int(shared.sum())} identities; the protocol is "
+                                       "open-set and needs disjoint identity splits")
     dev = resolve_device(device) if device is not None else train_emb.device
     train_emb, val_emb, test_emb = train_emb.to(dev), val_emb.to(dev), test_emb.to(dev)
-    if k_mode == "probe-shots":
-        p_shots, e_shots = k, protocol.enrol_shots
-    else:
-        p_shots, e_shots = protocol.probe_shots, k
+    p_shots, e_shots = (k, protocol.enrol_shots) if k_mode == "probe-shots" else (protocol.probe_shots, k)
 
     seeds = [int(x) for x in torch.randint(0, 2**62, (4,), generator=torch.Generator().manual_seed(int(seed)))]
     g_shots, g_pairs, g_boot = (torch.Generator().manual_seed(seeds[i]) for i in (0, 1, 3))
@@ -231,51 +204,32 @@ def evaluate_verification(
         fit_emb, fit_id = train_emb, train_id.to(dev)
     val_pairs = VerificationPairs.create(val_id, enrol_shots=e_shots, generator=g_pairs, name="val_id")
     test_pairs = VerificationPairs.create(test_id, enrol_shots=e_shots, generator=g_pairs, name="test_id")
-    floor_val = smallest_resolvable_far(val_pairs.n_impostor_pairs, min_false_accepts=min_false_accepts)
-    sel_far = max(select_far, floor_val)
+    sel_far = max(select_far, smallest_resolvable_far(val_pairs.n_impostor_pairs, min_false_accepts=min_false_accepts))
 
     if probe == "raw":
-        fitted: Any = _probes.RawProbe()
-        selection = pd.DataFrame()
+        fitted, selection = _probes.RawProbe(), pd.DataFrame()
     elif probe == "ridge":
-        fitted, selection = _probes.select_ridge_probe(
-            fit_emb, fit_id, val_emb, val_pairs, lambdas=ridge_lambdas, far=sel_far,
-            min_false_accepts=min_false_accepts, chunk_size=chunk_size,
-        )
+        fitted, selection = _probes.select_ridge_probe(fit_emb, fit_id, val_emb, val_pairs, lambdas=ridge_lambdas,
+                                                       far=sel_far, min_false_accepts=min_false_accepts,
+                                                       chunk_size=chunk_size)
     else:
-        fitted, selection = _probes.fit_mlp_probe(
-            fit_emb, fit_id, val_emb, val_pairs, options=mlp_options, far=sel_far, min_false_accepts=min_false_accepts,
-            seed=seed_probe, chunk_size=chunk_size,
-        )
+        fitted, selection = _probes.fit_mlp_probe(fit_emb, fit_id, val_emb, val_pairs, options=mlp_options, far=sel_far,
+                                                  min_false_accepts=min_false_accepts, seed=seed_probe,
+                                                  chunk_size=chunk_size)
     with torch.no_grad():
-        val_m = fitted(val_emb)
-        test_m = fitted(test_emb)
-    table = _evaluate_with_calibration(
-        test_pairs, test_m, val_pairs, val_m, fars=fars, min_false_accepts=min_false_accepts,
-        n_boot=protocol.n_boot, ci=protocol.ci, generator=g_boot,
-        chunk_size=chunk_size,
-    )
+        val_m, test_m = fitted(val_emb), fitted(test_emb)
+    table = _evaluate_with_calibration(test_pairs, test_m, val_pairs, val_m, fars=fars,
+                                       min_false_accepts=min_false_accepts, n_boot=protocol.n_boot, ci=protocol.ci,
+                                       generator=g_boot, chunk_size=chunk_size)
     n_fit_per_id = torch.bincount(torch.unique(fit_id.cpu(), return_inverse=True)[1])
     table.insert(0, "probe", probe)
     table.insert(1, "k", k)
     table.insert(2, "k_mode", k_mode)
     table.insert(3, "probe_shots", int(n_fit_per_id.min()) if p_shots is None else p_shots)  # 0: raw, no probe
     table.insert(4, "enrol_shots", e_shots)
-    settings = {
-        "probe": probe,
-        "k": k,
-        "k_mode": k_mode,
-        "probe_shots": p_shots,
-        "enrol_shots": e_shots,
-        "select_far_requested": select_far,
-        "select_far_used": sel_far,
-        "min_false_accepts": min_false_accepts,
-        "n_boot": protocol.n_boot,
-        "ci": protocol.ci,
-        "seed": seed,
-        "n_probe_fit_identities": int(n_fit_per_id.numel()),
-        "n_val_identities": val_pairs.n_identities,
-        "n_test_identities": test_pairs.n_identities,
-        "device": str(dev),
-    }
+    settings = {"probe": probe, "k": k, "k_mode": k_mode, "probe_shots": p_shots, "enrol_shots": e_shots,
+                "select_far_requested": select_far, "select_far_used": sel_far, "min_false_accepts": min_false_accepts,
+                "n_boot": protocol.n_boot, "ci": protocol.ci, "seed": seed,
+                "n_probe_fit_identities": int(n_fit_per_id.numel()), "n_val_identities": val_pairs.n_identities,
+                "n_test_identities": test_pairs.n_identities, "device": str(dev)}
     return VerificationResult(table=table, probe=fitted, selection=selection, settings=settings)

@@ -28,51 +28,35 @@ from typing import Literal
 import pandas as pd
 import torch
 
-from .._validate import check_choice, check_int, check_positive, check_real, check_tensor
+from .._validate import check_choice, check_int, check_positive, check_probability, check_tensor
 from ..errors import InsufficientDataError, InvalidArgumentError, MissingResourceError, ShapeError
 from ..encoders.base import embed_images
 from ..transforms import resize
-from .attribution import EncoderLike, _check_images
+from .attribution import EncoderLike, _check_images, _check_labels
 
-__all__ = [
-    "knn_accuracy",
-    "Retention",
-    "knn_retention",
-    "simple_augment",
-    "copy_detection_metrics",
-    "copy_detection_eval",
-    "linear_probe_accuracy",
-    "linear_probe_retention",
-    "imagenet_top1_retention",
-    "imagenet_photo_views",
-    "IMAGENET_PHOTO_NAMES",
-    "LINEAR_PROBE_L2_GRID",
-]
+__all__ = ["knn_accuracy", "Retention", "knn_retention", "simple_augment", "copy_detection_metrics",
+           "copy_detection_eval", "linear_probe_accuracy", "linear_probe_retention", "imagenet_top1_retention",
+           "imagenet_photo_views", "IMAGENET_PHOTO_NAMES", "LINEAR_PROBE_L2_GRID"]
 
 Transform = Callable[[torch.Tensor], torch.Tensor]
 
 
+def _check_same_width(name_a: str, a: torch.Tensor, name_b: str, b: torch.Tensor) -> None:
+    if a.shape[1] != b.shape[1]:
+        raise ShapeError(f"{name_a} and {name_b} must have the same width, got {a.shape[1]} and {b.shape[1]}")
+
+
 def _check_labelled(name: str, emb: torch.Tensor, labels: torch.Tensor) -> None:
     check_tensor(f"{name}_emb", emb, ndim=2, floating=True)
-    check_tensor(f"{name}_labels", labels, shape=(emb.shape[0],))
-    if labels.is_floating_point():
-        raise InvalidArgumentError(f"{name}_labels must be an integer tensor, got dtype {labels.dtype}")
+    _check_labels(f"{name}_labels", labels, emb.shape[0])
     if emb.shape[0] == 0:
         raise InsufficientDataError(f"{name}_emb: need at least 1 row, got 0")
 
 
 @torch.no_grad()
-def knn_accuracy(
-    train_emb: torch.Tensor,
-    train_labels: torch.Tensor,
-    test_emb: torch.Tensor,
-    test_labels: torch.Tensor,
-    *,
-    k: int = 20,
-    weighting: Literal["uniform", "similarity"] = "uniform",
-    temperature: float = 0.07,
-    chunk_size: int = 1024,
-) -> float:
+def knn_accuracy(train_emb: torch.Tensor, train_labels: torch.Tensor, test_emb: torch.Tensor, test_labels: torch.Tensor,
+                 *, k: int = 20, weighting: Literal["uniform", "similarity"] = "uniform", temperature: float = 0.07,
+                 chunk_size: int = 1024) -> float:
     """Cosine kNN top-1 accuracy of ``test`` against the labelled ``train`` bank.
 
     Rows are L2-normalised here. ``weighting="uniform"`` is a majority vote of the k neighbours;
@@ -81,8 +65,7 @@ def knn_accuracy(
     """
     _check_labelled("train", train_emb, train_labels)
     _check_labelled("test", test_emb, test_labels)
-    if train_emb.shape[1] != test_emb.shape[1]:
-        raise ShapeError(f"train_emb and test_emb must have the same width, got {train_emb.shape[1]} and {test_emb.shape[1]}")
+    _check_same_width("train_emb", train_emb, "test_emb", test_emb)
     k = check_int("k", k, minimum=1, maximum=train_emb.shape[0])
     weighting = check_choice("weighting", weighting, ("uniform", "similarity"))
     temperature = check_positive("temperature", temperature)
@@ -91,15 +74,13 @@ def knn_accuracy(
     a = torch.nn.functional.normalize(train_emb, dim=1)
     b = torch.nn.functional.normalize(test_emb.to(dev, a.dtype), dim=1)
     classes, tr = torch.unique(train_labels.to(dev), return_inverse=True)
-    n_cls = classes.numel()
     correct = 0
     te = test_labels.to(dev)
     for s in range(0, b.shape[0], chunk_size):
         sims, idx = torch.topk(b[s : s + chunk_size] @ a.T, k, dim=1)
         w = torch.ones_like(sims) if weighting == "uniform" else torch.exp((sims - 1) / temperature)
-        votes = torch.zeros(sims.shape[0], n_cls, dtype=w.dtype, device=dev).scatter_add_(1, tr[idx], w)
-        pred = classes[votes.argmax(1)]
-        correct += int((pred == te[s : s + chunk_size]).sum())
+        votes = torch.zeros(sims.shape[0], classes.numel(), dtype=w.dtype, device=dev).scatter_add_(1, tr[idx], w)
+        correct += int((classes[votes.argmax(1)] == te[s : s + chunk_size]).sum())
     return correct / b.shape[0]
 
 
@@ -113,35 +94,34 @@ class Retention:
     retention_pct: float
 
 
-def _retention(metric: str, raw: float, transformed: float) -> Retention:
-    pct = 100.0 * transformed / raw if raw > 0 else math.nan
-    return Retention(metric, raw, transformed, pct)
+def _retention_pct(raw: float, transformed: float) -> float:
+    return 100.0 * transformed / raw if raw > 0 else math.nan
 
 
-def knn_retention(
-    train_emb: torch.Tensor,
-    train_labels: torch.Tensor,
-    test_emb: torch.Tensor,
-    test_labels: torch.Tensor,
-    *,
-    transform: Transform,
-    k: int = 20,
-    weighting: Literal["uniform", "similarity"] = "uniform",
-    temperature: float = 0.07,
-) -> Retention:
+def _retention(metric: str, accuracy: Callable[..., float], transform: Transform, bank: torch.Tensor,
+               bank_labels: torch.Tensor, query: torch.Tensor, query_labels: torch.Tensor, **options) -> Retention:
+    """``accuracy(bank, bank_labels, query, query_labels, **options)`` before and after ``transform`` (of both)."""
+    raw = accuracy(bank, bank_labels, query, query_labels, **options)
+    with torch.no_grad():
+        tb, tq = transform(bank), transform(query)
+    new = accuracy(tb, bank_labels, tq, query_labels, **options)
+    return Retention(metric, raw, new, _retention_pct(raw, new))
+
+
+def knn_retention(train_emb: torch.Tensor, train_labels: torch.Tensor, test_emb: torch.Tensor,
+                  test_labels: torch.Tensor, *, transform: Transform, k: int = 20,
+                  weighting: Literal["uniform", "similarity"] = "uniform", temperature: float = 0.07) -> Retention:
     """kNN accuracy on non-identity labels with and without ``transform`` (e.g. an :class:`IdentityProjector`).
 
     The transform is applied to both the bank and the queries. The paper reports ImageNet kNN retention of 85–100%
     of raw for ISP.
     """
-    raw = knn_accuracy(train_emb, train_labels, test_emb, test_labels, k=k, weighting=weighting, temperature=temperature)
-    with torch.no_grad():
-        tr, te = transform(train_emb), transform(test_emb)
-    new = knn_accuracy(tr, train_labels, te, test_labels, k=k, weighting=weighting, temperature=temperature)
-    return _retention(f"knn@{k}", raw, new)
+    return _retention(f"knn@{k}", knn_accuracy, transform, train_emb, train_labels, test_emb, test_labels, k=k,
+                      weighting=weighting, temperature=temperature)
 
 
-def simple_augment(images: torch.Tensor, *, generator: torch.Generator | None = None, strength: float = 1.0) -> torch.Tensor:
+def simple_augment(images: torch.Tensor, *, generator: torch.Generator | None = None,
+                   strength: float = 1.0) -> torch.Tensor:
     """A light copy-detection augmentation (privkit's): random resized crop, flip, colour jitter, noise.
 
     Per image: a square crop covering 60–100% of the shorter side (scaled by ``strength``) at a random position,
@@ -151,13 +131,11 @@ def simple_augment(images: torch.Tensor, *, generator: torch.Generator | None = 
     _check_images(images)
     strength = check_positive("strength", strength)
     n, _, h, w = images.shape
-    dev = images.device
     out = torch.empty_like(images)
-    side_min = min(h, w)
     u = torch.rand(n, 7, generator=generator)
     for i in range(n):
         frac = 1.0 - strength * 0.4 * float(u[i, 0])
-        size = max(2, int(round(side_min * max(frac, 0.2))))
+        size = max(2, int(round(min(h, w) * max(frac, 0.2))))
         y0 = int(float(u[i, 1]) * (h - size + 1))
         x0 = int(float(u[i, 2]) * (w - size + 1))
         crop = images[i : i + 1, :, y0 : y0 + size, x0 : x0 + size]
@@ -168,18 +146,13 @@ def simple_augment(images: torch.Tensor, *, generator: torch.Generator | None = 
         bright = strength * 0.1 * (2 * float(u[i, 5]) - 1)
         mean = img.mean()
         out[i] = (img - mean) * contrast + mean + bright
-    noise = torch.randn(images.shape, generator=generator).to(dev, images.dtype) * (0.02 * strength)
+    noise = torch.randn(images.shape, generator=generator).to(images.device, images.dtype) * (0.02 * strength)
     return (out + noise).clamp_(0, 1)
 
 
 @torch.no_grad()
-def copy_detection_metrics(
-    query_emb: torch.Tensor,
-    query_source: torch.Tensor,
-    reference_emb: torch.Tensor,
-    *,
-    reference_ids: torch.Tensor | None = None,
-) -> dict[str, float]:
+def copy_detection_metrics(query_emb: torch.Tensor, query_source: torch.Tensor, reference_emb: torch.Tensor, *,
+                           reference_ids: torch.Tensor | None = None) -> dict[str, float]:
     """Recall@1 and mAP of copy detection by cosine similarity.
 
     Args:
@@ -196,8 +169,7 @@ def copy_detection_metrics(
     q, r = query_emb.shape[0], reference_emb.shape[0]
     if q == 0 or r == 0:
         raise InsufficientDataError("query_emb and reference_emb need at least 1 row each")
-    if query_emb.shape[1] != reference_emb.shape[1]:
-        raise ShapeError(f"query_emb and reference_emb must have the same width, got {query_emb.shape[1]} and {reference_emb.shape[1]}")
+    _check_same_width("query_emb", query_emb, "reference_emb", reference_emb)
     check_tensor("query_source", query_source, shape=(q,))
     dev = reference_emb.device
     ref_ids = torch.arange(r, device=dev) if reference_ids is None else reference_ids.to(dev)
@@ -205,8 +177,7 @@ def copy_detection_metrics(
     src = query_source.to(dev)
     a = torch.nn.functional.normalize(query_emb.to(dev, reference_emb.dtype), dim=1)
     b = torch.nn.functional.normalize(reference_emb, dim=1)
-    sims = a @ b.T
-    order = torch.argsort(sims, dim=1, descending=True, stable=True)
+    order = torch.argsort(a @ b.T, dim=1, descending=True, stable=True)
     relevant = ref_ids[order] == src[:, None]  # (Q, R) relevance in ranked order
     n_rel = relevant.sum(1)
     if bool((n_rel == 0).any()):
@@ -218,16 +189,9 @@ def copy_detection_metrics(
 
 
 @torch.no_grad()
-def copy_detection_eval(
-    encoder: EncoderLike,
-    references: torch.Tensor,
-    *,
-    transform: Transform | None = None,
-    augment: Callable[..., torch.Tensor] | None = None,
-    n_copies: int = 1,
-    seed: int = 0,
-    batch_size: int = 64,
-) -> pd.DataFrame:
+def copy_detection_eval(encoder: EncoderLike, references: torch.Tensor, *, transform: Transform | None = None,
+                        augment: Callable[..., torch.Tensor] | None = None, n_copies: int = 1, seed: int = 0,
+                        batch_size: int = 64) -> pd.DataFrame:
     """Copy detection with augmented copies of ``references`` as queries, raw and (optionally) after ``transform``.
 
     Args:
@@ -246,16 +210,15 @@ def copy_detection_eval(
     n_copies = check_int("n_copies", n_copies, minimum=1)
     aug = simple_augment if augment is None else augment
     gen = torch.Generator().manual_seed(int(seed))
-    r = references.shape[0]
     copies = torch.cat([aug(references, generator=gen) for _ in range(n_copies)])
-    src = torch.arange(r).repeat(n_copies)
+    src = torch.arange(references.shape[0]).repeat(n_copies)
     z_ref = embed_images(encoder, references, batch_size=batch_size)
     z_q = embed_images(encoder, copies, batch_size=batch_size)
     rows = [{"embedding": "raw", **copy_detection_metrics(z_q, src, z_ref)}]
     if transform is not None:
         row = {"embedding": "transformed", **copy_detection_metrics(transform(z_q), src, transform(z_ref))}
         for key in ("recall_at_1", "map"):
-            row[f"{key}_retention_pct"] = 100.0 * row[key] / rows[0][key] if rows[0][key] > 0 else math.nan
+            row[f"{key}_retention_pct"] = _retention_pct(rows[0][key], row[key])
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -274,21 +237,17 @@ def _probe_features(bank: torch.Tensor, *others: torch.Tensor) -> list[torch.Ten
     b = b - mean
     rms = float(b.pow(2).sum(1).mean().sqrt())
     scale = 1.0 / rms if rms > 1e-12 else 1.0
-    out = [b * scale]
-    for o in others:
-        o = torch.nn.functional.normalize(o.detach().to(b.device, torch.float64), dim=1, eps=1e-12)
-        out.append((o - mean) * scale)
-    return out
+    others = [torch.nn.functional.normalize(o.detach().to(b.device, torch.float64), dim=1, eps=1e-12) for o in others]
+    return [b * scale] + [(o - mean) * scale for o in others]
 
 
-def _fit_softmax(x: torch.Tensor, y: torch.Tensor, n_cls: int, l2: float, max_iter: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _fit_softmax(x: torch.Tensor, y: torch.Tensor, n_cls: int, l2: float,
+                 max_iter: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Minimise mean cross-entropy + (l2 / 2)·||W||²_F (bias not penalised) by L-BFGS from zero; float64."""
     w = torch.zeros(x.shape[1], n_cls, dtype=torch.float64, device=x.device, requires_grad=True)
     b = torch.zeros(n_cls, dtype=torch.float64, device=x.device, requires_grad=True)
-    opt = torch.optim.LBFGS(
-        [w, b], lr=1.0, max_iter=max_iter, history_size=20, line_search_fn="strong_wolfe",
-        tolerance_grad=1e-10, tolerance_change=1e-14,
-    )
+    opt = torch.optim.LBFGS([w, b], lr=1.0, max_iter=max_iter, history_size=20, line_search_fn="strong_wolfe",
+                            tolerance_grad=1e-10, tolerance_change=1e-14)
 
     def closure() -> torch.Tensor:
         opt.zero_grad(set_to_none=False)
@@ -315,18 +274,10 @@ def _probe_split(y: torch.Tensor, val_fraction: float, seed: int) -> tuple[torch
     return torch.cat(train).sort().values, torch.cat(val).sort().values
 
 
-def linear_probe_accuracy(
-    bank_emb: torch.Tensor,
-    bank_labels: torch.Tensor,
-    query_emb: torch.Tensor,
-    query_labels: torch.Tensor,
-    *,
-    l2: float | None = 1e-2,
-    l2_grid: tuple[float, ...] = LINEAR_PROBE_L2_GRID,
-    val_fraction: float = 0.2,
-    max_iter: int = 200,
-    seed: int = 0,
-) -> float:
+def linear_probe_accuracy(bank_emb: torch.Tensor, bank_labels: torch.Tensor, query_emb: torch.Tensor,
+                          query_labels: torch.Tensor, *, l2: float | None = 1e-2,
+                          l2_grid: tuple[float, ...] = LINEAR_PROBE_L2_GRID, val_fraction: float = 0.2,
+                          max_iter: int = 200, seed: int = 0) -> float:
     """Top-1 accuracy of a multinomial logistic-regression probe fitted on the bank and scored on the queries.
 
     The paper's linear probe on a non-identity label (privkit's implementation [I]). Rows are L2-normalised (as in
@@ -358,10 +309,7 @@ def linear_probe_accuracy(
     """
     _check_labelled("bank", bank_emb, bank_labels)
     _check_labelled("query", query_emb, query_labels)
-    if bank_emb.shape[1] != query_emb.shape[1]:
-        raise ShapeError(
-            f"bank_emb and query_emb must have the same width, got {bank_emb.shape[1]} and {query_emb.shape[1]}"
-        )
+    _check_same_width("bank_emb", bank_emb, "query_emb", query_emb)
     max_iter = check_int("max_iter", max_iter, minimum=1)
     if l2 is not None:
         l2 = check_positive("l2", l2)
@@ -369,9 +317,7 @@ def linear_probe_accuracy(
         if isinstance(l2_grid, (str, bytes)) or not hasattr(l2_grid, "__iter__") or len(tuple(l2_grid)) == 0:
             raise InvalidArgumentError(f"l2_grid must be a non-empty sequence of numbers > 0, got {l2_grid!r}")
         l2_grid = tuple(check_positive("l2_grid", v) for v in l2_grid)
-        val_fraction = check_real("val_fraction", val_fraction)
-        if not 0.0 < val_fraction < 1.0:
-            raise InvalidArgumentError(f"val_fraction must lie in (0, 1), got {val_fraction}")
+        val_fraction = check_probability("val_fraction", val_fraction)
     dev = bank_emb.device
     classes, y = torch.unique(bank_labels.to(dev), return_inverse=True)
     if classes.numel() < 2:
@@ -391,34 +337,21 @@ def linear_probe_accuracy(
         l2 = best[1]
     x_bank, x_query = _probe_features(bank_emb, query_emb)
     w, b = _fit_softmax(x_bank, y, classes.numel(), float(l2), max_iter)
-    pred = classes[(x_query @ w + b).argmax(1)]
-    return float((pred == query_labels.to(dev)).double().mean())
+    return float((classes[(x_query @ w + b).argmax(1)] == query_labels.to(dev)).double().mean())
 
 
-def linear_probe_retention(
-    bank_emb: torch.Tensor,
-    bank_labels: torch.Tensor,
-    query_emb: torch.Tensor,
-    query_labels: torch.Tensor,
-    *,
-    transform: Transform,
-    l2: float | None = 1e-2,
-    l2_grid: tuple[float, ...] = LINEAR_PROBE_L2_GRID,
-    val_fraction: float = 0.2,
-    max_iter: int = 200,
-    seed: int = 0,
-) -> Retention:
+def linear_probe_retention(bank_emb: torch.Tensor, bank_labels: torch.Tensor, query_emb: torch.Tensor,
+                           query_labels: torch.Tensor, *, transform: Transform, l2: float | None = 1e-2,
+                           l2_grid: tuple[float, ...] = LINEAR_PROBE_L2_GRID, val_fraction: float = 0.2,
+                           max_iter: int = 200, seed: int = 0) -> Retention:
     """Linear-probe accuracy (:func:`linear_probe_accuracy`) with and without ``transform`` (applied to bank and
     queries); ``retention_pct`` = 100 · transformed / raw. With ``l2=None`` the ridge strength is chosen separately
     for the raw and the transformed embeddings (each probe tuned on its own features)."""
     if not callable(transform):
-        raise InvalidArgumentError(f"transform must be callable (e.g. an IdentityProjector), got {type(transform).__name__}")
-    kw = dict(l2=l2, l2_grid=l2_grid, val_fraction=val_fraction, max_iter=max_iter, seed=seed)
-    raw = linear_probe_accuracy(bank_emb, bank_labels, query_emb, query_labels, **kw)
-    with torch.no_grad():
-        tb, tq = transform(bank_emb), transform(query_emb)
-    new = linear_probe_accuracy(tb, bank_labels, tq, query_labels, **kw)
-    return _retention("linear-probe", raw, new)
+        raise InvalidArgumentError(
+            f"transform must be callable (e.g. an IdentityProjector), got {type(transform).__name__}")
+    return _retention("linear-probe", linear_probe_accuracy, transform, bank_emb, bank_labels, query_emb, query_labels,
+                      l2=l2, l2_grid=l2_grid, val_fraction=val_fraction, max_iter=max_iter, seed=seed)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -432,23 +365,14 @@ def _imagenet_classifier(encoder: object) -> torch.nn.Module:
         )
     head = getattr(getattr(encoder, "model", None), "classifier", None)
     if not isinstance(head, torch.nn.Module):
-        raise InvalidArgumentError(
-            f"encoder must expose its ImageNet classifier as encoder.model.classifier (efficientnet-lite0); "
-            f"{type(encoder).__name__} does not"
-        )
+        raise InvalidArgumentError(f"encoder must expose its ImageNet classifier as encoder.model.classifier "
+                                   f"(efficientnet-lite0); {type(encoder).__name__} does not")
     return head
 
 
 @torch.no_grad()
-def imagenet_top1_retention(
-    encoder: object,
-    images: torch.Tensor,
-    transform: Transform | None,
-    *,
-    top_k: int = 5,
-    batch_size: int = 64,
-    pooled: torch.Tensor | None = None,
-) -> dict[str, float | int]:
+def imagenet_top1_retention(encoder: object, images: torch.Tensor, transform: Transform | None, *, top_k: int = 5,
+                            batch_size: int = 64, pooled: torch.Tensor | None = None) -> dict[str, float | int]:
     """How often ``efficientnet-lite0``'s own ImageNet top-1 class survives ``transform`` (label-free retention).
 
     For each image the 1280-D pooled, un-normalised features f (the classifier's input,
@@ -497,11 +421,9 @@ def imagenet_top1_retention(
     if n == 0:
         raise InsufficientDataError("images: need at least 1 image, got 0")
     if transform is not None and not callable(transform):
-        raise InvalidArgumentError(
-            f"transform must be None or callable (e.g. an IdentityProjector), got {type(transform).__name__}"
-        )
-    n_cls = int(getattr(head, "out_features", 1000))
-    top_k = check_int("top_k", top_k, minimum=1, maximum=n_cls)
+        raise InvalidArgumentError(f"transform must be None or callable (e.g. an IdentityProjector), got "
+                                   f"{type(transform).__name__}")
+    top_k = check_int("top_k", top_k, minimum=1, maximum=int(getattr(head, "out_features", 1000)))
     batch_size = check_int("batch_size", batch_size, minimum=1)
     agree = overlap = 0
     p_raw = p_new = 0.0
@@ -523,10 +445,8 @@ def imagenet_top1_retention(
         u = f / norms.clamp(min=1e-12)
         t = transform(u)
         if not isinstance(t, torch.Tensor) or tuple(t.shape) != tuple(u.shape):
-            raise ShapeError(
-                f"transform must map (B, {u.shape[1]}) rows to the same shape, got "
-                f"{tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__}"
-            )
+            raise ShapeError(f"transform must map (B, {u.shape[1]}) rows to the same shape, got "
+                             f"{tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__}")
         if not bool(torch.isfinite(t).all()):
             raise InvalidArgumentError("transform returned NaN or inf values")
         new_logits = head(t.to(f.device, f.dtype) * norms).double()
@@ -534,21 +454,13 @@ def imagenet_top1_retention(
         agree += int((new_top[:, 0] == raw_top).sum())
         overlap += int((new_top == raw_top[:, None]).any(1).sum())
         p_new += float(new_logits.softmax(1).gather(1, new_top[:, :1]).sum())
-    return {
-        "top1_agreement": agree / n,
-        "topk_overlap": overlap / n,
-        "top_k": top_k,
-        "mean_raw_top1_prob": p_raw / n,
-        "mean_transformed_top1_prob": p_new / n,
-        "n": n,
-    }
+    return {"top1_agreement": agree / n, "topk_overlap": overlap / n, "top_k": top_k, "mean_raw_top1_prob": p_raw / n,
+            "mean_transformed_top1_prob": p_new / n, "n": n}
 
 
 #: scikit-image colour photos used by :func:`imagenet_photo_views`, in order (``stereo_motorcycle``: its left view).
-IMAGENET_PHOTO_NAMES: tuple[str, ...] = (
-    "astronaut", "coffee", "chelsea", "rocket", "stereo_motorcycle", "hubble_deep_field", "immunohistochemistry",
-    "retina",
-)
+IMAGENET_PHOTO_NAMES: tuple[str, ...] = ("astronaut", "coffee", "chelsea", "rocket", "stereo_motorcycle",
+                                          "hubble_deep_field", "immunohistochemistry", "retina")
 
 
 def _load_photo(name: str) -> torch.Tensor | None:
@@ -568,9 +480,8 @@ def _load_photo(name: str) -> torch.Tensor | None:
     return torch.from_numpy(np.ascontiguousarray(arr)).permute(2, 0, 1).float().div(255.0)
 
 
-def imagenet_photo_views(
-    n_views: int = 20, size: int = 224, seed: int = 0, *, return_names: bool = False
-) -> torch.Tensor | tuple[torch.Tensor, tuple[str, ...]]:
+def imagenet_photo_views(n_views: int = 20, size: int = 224, seed: int = 0, *,
+                         return_names: bool = False) -> torch.Tensor | tuple[torch.Tensor, tuple[str, ...]]:
     """Seeded augmented views of scikit-image's colour photos, for :func:`imagenet_top1_retention` (offline).
 
     Each photo of :data:`IMAGENET_PHOTO_NAMES` that loads (others are skipped) is resized so its short side is
@@ -612,10 +523,8 @@ def imagenet_photo_views(
         views.append(simple_augment(x.expand(n_views, -1, -1, -1).contiguous(), generator=gen))
         names.extend([name] * n_views)
     if not views:
-        raise MissingResourceError(
-            "scikit-image's colour photos (skimage.data.astronaut, coffee, ...)",
-            expected_at="<site-packages>/skimage/data",
-            how_to_get="Install scikit-image (`pip install scikit-image`).",
-        )
+        raise MissingResourceError("scikit-image's colour photos (skimage.data.astronaut, coffee, ...)",
+                                   expected_at="<site-packages>/skimage/data",
+                                   how_to_get="Install scikit-image (`pip install scikit-image`).")
     out = torch.cat(views).float()
     return (out, tuple(names)) if return_names else out

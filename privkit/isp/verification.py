@@ -38,31 +38,12 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from .._validate import (
-    check_int,
-    check_probability,
-    check_tensor,
-    check_unit_norm,
-)
+from .._validate import check_int, check_probability, check_tensor, check_unit_norm
 from ..errors import InsufficientDataError, InvalidArgumentError, ShapeError
-from ..metrics import (
-    DEFAULT_FARS,
-    DEFAULT_MIN_FALSE_ACCEPTS,
-    _allowed_false_accepts,
-    _check_fars,
-    _topk_desc,
-    smallest_resolvable_far,
-    thresholds_at_far,
-)
+from ..metrics import (DEFAULT_FARS, DEFAULT_MIN_FALSE_ACCEPTS, _allowed_false_accepts, _check_fars, _topk_desc,
+                       smallest_resolvable_far, thresholds_at_far)
 
-__all__ = [
-    "VerificationPairs",
-    "ImpostorScan",
-    "scan_pairs",
-    "pairwise_tar_at_far",
-    "validation_tar",
-    "pair_threshold",
-]
+__all__ = ["VerificationPairs", "ImpostorScan", "scan_pairs", "pairwise_tar_at_far", "validation_tar", "pair_threshold"]
 
 #: Score-matrix elements per chunk (rows × columns) when ``chunk_size`` is not given: 16 MiB of float32.
 _CHUNK_ELEMENTS = 1 << 22
@@ -83,6 +64,23 @@ _CHUNK_ELEMENTS = 1 << 22
 # ---------------------------------------------------------------------------------------------------------------------
 # Pair construction and the chunked scan
 # ---------------------------------------------------------------------------------------------------------------------
+def _shuffled_groups(name: str, labels: torch.Tensor, counts: torch.Tensor, need: int, requirement: str,
+                     generator: torch.Generator | None) -> list[torch.Tensor]:
+    """The image indices of each identity (identity index order), each shuffled by ``generator``.
+
+    ``labels`` are identity indices 0 … n − 1 and ``counts`` their (n,) image counts. Raises InsufficientDataError,
+    worded with ``requirement``, when an identity has fewer than ``need`` images.
+    """
+    short = int((counts < need).sum())
+    if short:
+        raise InsufficientDataError(f"{name}: {requirement} {short} of {counts.numel()} identities have fewer "
+                                    f"(minimum {int(counts.min())})")
+    order = torch.argsort(labels, stable=True)
+    starts = torch.cumsum(counts, 0) - counts
+    return [order[starts[i] : starts[i] + counts[i]][torch.randperm(int(counts[i]), generator=generator)]
+            for i in range(counts.numel())]
+
+
 @dataclass(frozen=True, eq=False)
 class VerificationPairs:
     """Which pairs of a labelled embedding set are scored (independent of the embeddings themselves).
@@ -105,14 +103,8 @@ class VerificationPairs:
     n_identities: int
 
     @classmethod
-    def create(
-        cls,
-        identities: torch.Tensor,
-        *,
-        enrol_shots: int = 1,
-        generator: torch.Generator | None = None,
-        name: str = "identities",
-    ) -> "VerificationPairs":
+    def create(cls, identities: torch.Tensor, *, enrol_shots: int = 1, generator: torch.Generator | None = None,
+               name: str = "identities") -> "VerificationPairs":
         """Plan the pairs for images labelled ``identities``.
 
         Raises:
@@ -131,21 +123,9 @@ class VerificationPairs:
             if int((counts * (counts - 1)).sum()) == 0:
                 raise InsufficientDataError(f"{name}: need an identity with at least 2 images for genuine pairs")
             return cls(labels, 1, None, None, n_id)
-        short = int((counts < e + 1).sum())
-        if short:
-            raise InsufficientDataError(
-                f"{name}: enrol_shots={e} needs at least {e + 1} images per identity (e for the template, >= 1 probe); "
-                f"{short} of {n_id} identities have fewer (minimum {int(counts.min())})"
-            )
-        order = torch.argsort(labels, stable=True)
-        starts = torch.cumsum(counts, 0) - counts
-        members, probes = [], []
-        for i in range(n_id):
-            idx = order[starts[i] : starts[i] + counts[i]]
-            idx = idx[torch.randperm(idx.numel(), generator=generator)]
-            members.append(idx[:e])
-            probes.append(idx[e:])
-        return cls(labels, e, torch.stack(members), torch.cat(probes), n_id)
+        requirement = f"enrol_shots={e} needs at least {e + 1} images per identity (e for the template, >= 1 probe);"
+        groups = _shuffled_groups(name, labels, counts, e + 1, requirement, generator)
+        return cls(labels, e, torch.stack([g[:e] for g in groups]), torch.cat([g[e:] for g in groups]), n_id)
 
     @property
     def symmetric(self) -> bool:
@@ -153,12 +133,11 @@ class VerificationPairs:
 
     @property
     def n_impostor_pairs(self) -> int:
+        if not self.symmetric:  # every probe against the n_identities - 1 other templates
+            return (self.n_identities - 1) * int(self.probe_index.numel())
         counts = torch.bincount(self.labels, minlength=self.n_identities).to(torch.int64)
-        if self.symmetric:
-            n = int(counts.sum())
-            return (n * n - int((counts * counts).sum())) // 2
-        pc = torch.bincount(self.labels[self.probe_index], minlength=self.n_identities).to(torch.int64)
-        return self.n_identities * int(pc.sum()) - int(pc.sum())
+        n = int(counts.sum())
+        return (n * n - int((counts * counts).sum())) // 2
 
     @property
     def n_genuine_pairs(self) -> int:
@@ -171,13 +150,13 @@ class VerificationPairs:
         """(queries, query_labels, gallery, gallery_labels) on ``embeddings``'s device; gallery None when symmetric."""
         n = self.labels.numel()
         if embeddings.ndim != 2 or embeddings.shape[0] != n:
-            raise ShapeError(f"embeddings must have shape ({n}, d) to match the planned pairs, got {tuple(embeddings.shape)}")
+            raise ShapeError(
+                f"embeddings must have shape ({n}, d) to match the planned pairs, got {tuple(embeddings.shape)}")
         dev = embeddings.device
         labels = self.labels.to(dev)
         if self.symmetric:
             return embeddings, labels, None, None
-        members = self.template_members.to(dev)
-        templates = torch.nn.functional.normalize(embeddings[members].mean(1), dim=1)
+        templates = torch.nn.functional.normalize(embeddings[self.template_members.to(dev)].mean(1), dim=1)
         probes = self.probe_index.to(dev)
         return templates, torch.arange(self.n_identities, device=dev), embeddings[probes], labels[probes]
 
@@ -206,14 +185,8 @@ class ImpostorScan:
 
 
 @torch.no_grad()
-def scan_pairs(
-    pairs: VerificationPairs,
-    embeddings: torch.Tensor,
-    *,
-    top_k: int = 0,
-    thresholds: torch.Tensor | None = None,
-    chunk_size: int | None = None,
-) -> ImpostorScan:
+def scan_pairs(pairs: VerificationPairs, embeddings: torch.Tensor, *, top_k: int = 0,
+               thresholds: torch.Tensor | None = None, chunk_size: int | None = None) -> ImpostorScan:
     """Score all planned pairs in row chunks on ``embeddings``'s device.
 
     Keeps the ``top_k`` largest impostor scores (per-chunk ``torch.topk``, merged), every genuine score, and, if
@@ -245,9 +218,7 @@ def scan_pairs(
         if sym:
             cols = slice(s, ng)
             scores = q[s:e] @ g[s:].T
-            col_idx = torch.arange(s, ng, device=dev)
-            row_idx = torch.arange(s, e, device=dev)
-            upper = col_idx[None, :] > row_idx[:, None]
+            upper = torch.arange(s, ng, device=dev)[None, :] > torch.arange(s, e, device=dev)[:, None]
         else:
             cols = slice(0, ng)
             scores = q[s:e] @ g.T
@@ -268,20 +239,14 @@ def scan_pairs(
                     exceed[t] += (oh_q @ (acc @ onehot_g[cols])).double()
     n_imp = pairs.n_impostor_pairs
     top = top[: min(top_k, n_imp)].double()
-    qc = torch.bincount(ql, minlength=n_id).double()
-    gc = torch.bincount(gl, minlength=n_id).double() if not sym else qc
-    totals = torch.outer(qc, gc)
+    totals = torch.outer(torch.bincount(ql, minlength=n_id).double(), torch.bincount(gl, minlength=n_id).double())
     totals.fill_diagonal_(0)
     if sym:
         totals = totals / 2  # unordered pairs, split evenly over (a, b) and (b, a)
-    return ImpostorScan(
-        n_impostor_pairs=n_imp,
-        top_scores=top,
-        genuine_scores=torch.cat(gen_s) if gen_s else torch.empty(0, dtype=torch.float64, device=dev),
-        genuine_labels=torch.cat(gen_l) if gen_l else torch.empty(0, dtype=torch.int64, device=dev),
-        exceed=None if taus is None else exceed,
-        pair_totals=totals,
-    )
+    return ImpostorScan(n_impostor_pairs=n_imp, top_scores=top,
+                        genuine_scores=torch.cat(gen_s) if gen_s else torch.empty(0, dtype=torch.float64, device=dev),
+                        genuine_labels=torch.cat(gen_l) if gen_l else torch.empty(0, dtype=torch.int64, device=dev),
+                        exceed=None if taus is None else exceed, pair_totals=totals)
 
 
 def _needed_top_k(fars: Sequence[float], n_imp: int, min_false_accepts: int) -> int:
@@ -290,15 +255,9 @@ def _needed_top_k(fars: Sequence[float], n_imp: int, min_false_accepts: int) -> 
     return max(ks) + 1 if ks else 0
 
 
-def pair_threshold(
-    pairs: VerificationPairs,
-    embeddings: torch.Tensor,
-    *,
-    far: float,
-    min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS,
-    chunk_size: int | None = None,
-    argument: str = "embeddings",
-) -> tuple[float, ImpostorScan]:
+def pair_threshold(pairs: VerificationPairs, embeddings: torch.Tensor, *, far: float,
+                   min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS, chunk_size: int | None = None,
+                   argument: str = "embeddings") -> tuple[float, ImpostorScan]:
     """The cosine threshold at ``far`` from all impostor pairs of ``pairs`` (top-k scan, no full sort).
 
     Returns:
@@ -314,21 +273,13 @@ def pair_threshold(
     if far < floor * (1 - 1e-12):
         raise InsufficientDataError(
             f"{argument}: {n_imp} impostor pairs resolve FARs down to {floor:.3g} only; FAR {far:g} needs at least "
-            f"{math.ceil(min_false_accepts / far)} pairs (min_false_accepts={min_false_accepts})"
-        )
+            f"{math.ceil(min_false_accepts / far)} pairs (min_false_accepts={min_false_accepts})")
     scan = scan_pairs(pairs, embeddings, top_k=_needed_top_k([far], n_imp, min_false_accepts), chunk_size=chunk_size)
-    tau = float(thresholds_at_far(scan.top_scores.cpu(), n_imp, [far], min_false_accepts=min_false_accepts)[0])
-    return tau, scan
+    return float(thresholds_at_far(scan.top_scores.cpu(), n_imp, [far], min_false_accepts=min_false_accepts)[0]), scan
 
 
-def validation_tar(
-    pairs: VerificationPairs,
-    embeddings: torch.Tensor,
-    *,
-    far: float = 1e-4,
-    min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS,
-    chunk_size: int | None = None,
-) -> float:
+def validation_tar(pairs: VerificationPairs, embeddings: torch.Tensor, *, far: float = 1e-4,
+                   min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS, chunk_size: int | None = None) -> float:
     """TAR at ``far`` with the threshold set on the same (validation) impostor pairs: the model-selection score.
 
     Raises:
@@ -339,15 +290,8 @@ def validation_tar(
     return float((scan.genuine_scores > tau).double().mean())
 
 
-def _bootstrap(
-    scan: ImpostorScan,
-    taus: torch.Tensor,
-    *,
-    n_identities: int,
-    n_boot: int,
-    ci: float,
-    generator: torch.Generator,
-) -> tuple[torch.Tensor, torch.Tensor]:
+def _bootstrap(scan: ImpostorScan, taus: torch.Tensor, *, n_identities: int, n_boot: int, ci: float,
+               generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """Percentile intervals of TAR and FAR over identity resamples: two (T, 2) tensors."""
     dev = scan.genuine_scores.device
     T = taus.numel()
@@ -357,12 +301,10 @@ def _bootstrap(
         return tar_ci, far_ci
     draws = torch.randint(n_identities, (n_boot, n_identities), generator=generator)
     w = torch.zeros(n_boot, n_identities, dtype=torch.float64).scatter_add_(
-        1, draws, torch.ones(n_boot, n_identities, dtype=torch.float64)
-    ).to(dev)
-    g_tot = torch.bincount(scan.genuine_labels, minlength=n_identities).double()
-    den_g = w @ g_tot
+        1, draws, torch.ones(n_boot, n_identities, dtype=torch.float64)).to(dev)
+    den_g = w @ torch.bincount(scan.genuine_labels, minlength=n_identities).double()
     den_i = ((w @ scan.pair_totals) * w).sum(1)
-    lo, hi = (1 - ci) / 2, (1 + ci) / 2
+    levels = torch.tensor([(1 - ci) / 2, (1 + ci) / 2], dtype=torch.float64)
     for t in range(T):
         tau = float(taus[t])
         if math.isnan(tau):
@@ -371,27 +313,17 @@ def _bootstrap(
         g_acc = torch.zeros(n_identities, dtype=torch.float64, device=dev).index_add_(0, scan.genuine_labels, acc)
         tar_b = (w @ g_acc) / den_g
         far_b = ((w @ scan.exceed[t]) * w).sum(1) / den_i
-        okg, oki = den_g > 0, den_i > 0
-        if bool(okg.any()):
-            tar_ci[t] = torch.quantile(tar_b[okg].cpu(), torch.tensor([lo, hi], dtype=torch.float64))
-        if bool(oki.any()):
-            far_ci[t] = torch.quantile(far_b[oki].cpu(), torch.tensor([lo, hi], dtype=torch.float64))
+        for out, b, ok in ((tar_ci, tar_b, den_g > 0), (far_ci, far_b, den_i > 0)):
+            if bool(ok.any()):
+                out[t] = torch.quantile(b[ok].cpu(), levels)
     return tar_ci, far_ci
 
 
-def pairwise_tar_at_far(
-    embeddings: torch.Tensor,
-    identities: torch.Tensor,
-    *,
-    fars: float | Sequence[float] = DEFAULT_FARS,
-    calibration: tuple[torch.Tensor, torch.Tensor] | None = None,
-    enrol_shots: int = 1,
-    min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS,
-    n_boot: int = 0,
-    ci: float = 0.95,
-    seed: int = 0,
-    chunk_size: int | None = None,
-) -> pd.DataFrame:
+def pairwise_tar_at_far(embeddings: torch.Tensor, identities: torch.Tensor, *,
+                        fars: float | Sequence[float] = DEFAULT_FARS,
+                        calibration: tuple[torch.Tensor, torch.Tensor] | None = None, enrol_shots: int = 1,
+                        min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS, n_boot: int = 0, ci: float = 0.95,
+                        seed: int = 0, chunk_size: int | None = None) -> pd.DataFrame:
     """TAR at FAR over all pairs of a labelled set of unit-norm embeddings.
 
     Args:
@@ -428,36 +360,24 @@ def pairwise_tar_at_far(
         check_unit_norm("calibration embeddings", cal_emb)
         if cal_emb.shape[1] != embeddings.shape[1]:
             raise ShapeError(f"calibration embeddings must have {embeddings.shape[1]} columns, got {cal_emb.shape[1]}")
-        cal_pairs = VerificationPairs.create(cal_id, enrol_shots=enrol_shots, generator=gen, name="calibration identities")
+        cal_pairs = VerificationPairs.create(cal_id, enrol_shots=enrol_shots, generator=gen,
+                                             name="calibration identities")
     else:
         cal_emb, cal_pairs = embeddings, pairs
-    return _evaluate_with_calibration(
-        pairs, embeddings, cal_pairs, cal_emb.to(embeddings.device), fars=fars, min_false_accepts=min_false_accepts,
-        n_boot=n_boot, ci=ci, generator=gen, chunk_size=chunk_size,
-    )
+    return _evaluate_with_calibration(pairs, embeddings, cal_pairs, cal_emb.to(embeddings.device), fars=fars,
+                                      min_false_accepts=min_false_accepts, n_boot=n_boot, ci=ci, generator=gen,
+                                      chunk_size=chunk_size)
 
 
-def _evaluate_with_calibration(
-    pairs: VerificationPairs,
-    embeddings: torch.Tensor,
-    cal_pairs: VerificationPairs,
-    cal_embeddings: torch.Tensor,
-    *,
-    fars: tuple[float, ...],
-    min_false_accepts: int,
-    n_boot: int,
-    ci: float,
-    generator: torch.Generator,
-    chunk_size: int | None,
-) -> pd.DataFrame:
-    n_cal = cal_pairs.n_impostor_pairs
-    n_imp = pairs.n_impostor_pairs
-    cal_scan = scan_pairs(cal_pairs, cal_embeddings, top_k=_needed_top_k(fars, n_cal, min_false_accepts), chunk_size=chunk_size)
+def _evaluate_with_calibration(pairs: VerificationPairs, embeddings: torch.Tensor, cal_pairs: VerificationPairs,
+                               cal_embeddings: torch.Tensor, *, fars: tuple[float, ...], min_false_accepts: int,
+                               n_boot: int, ci: float, generator: torch.Generator,
+                               chunk_size: int | None) -> pd.DataFrame:
+    n_cal, n_imp = cal_pairs.n_impostor_pairs, pairs.n_impostor_pairs
+    cal_scan = scan_pairs(cal_pairs, cal_embeddings, top_k=_needed_top_k(fars, n_cal, min_false_accepts),
+                          chunk_size=chunk_size)
     taus = thresholds_at_far(cal_scan.top_scores.cpu(), n_cal, fars, min_false_accepts=min_false_accepts)
-    floor = max(
-        smallest_resolvable_far(n_cal, min_false_accepts=min_false_accepts),
-        smallest_resolvable_far(n_imp, min_false_accepts=min_false_accepts),
-    )
+    floor = max(smallest_resolvable_far(n, min_false_accepts=min_false_accepts) for n in (n_cal, n_imp))
     taus = torch.where(torch.tensor([f >= floor * (1 - 1e-12) for f in fars]), taus, torch.full_like(taus, math.nan))
     scan = scan_pairs(pairs, embeddings, thresholds=taus, chunk_size=chunk_size)
     tar_ci, far_ci = _bootstrap(scan, taus, n_identities=pairs.n_identities, n_boot=n_boot, ci=ci, generator=generator)
@@ -465,24 +385,13 @@ def _evaluate_with_calibration(
     for i, far in enumerate(fars):
         tau = float(taus[i])
         ok = not math.isnan(tau)
-        rows.append(
-            {
-                "far": far,
-                "threshold": tau,
-                "tar": float((scan.genuine_scores > tau).double().mean()) if ok else math.nan,
-                "tar_low": float(tar_ci[i, 0]),
-                "tar_high": float(tar_ci[i, 1]),
-                "realised_far": float(scan.exceed[i].sum()) / n_imp if ok else math.nan,
-                "realised_far_low": float(far_ci[i, 0]),
-                "realised_far_high": float(far_ci[i, 1]),
-                "resolvable": ok,
-                "smallest_resolvable_far": floor,
-                "n_genuine": int(scan.genuine_scores.numel()),
-                "n_impostor": n_imp,
-                "n_impostor_calibration": n_cal,
-                "n_identities": pairs.n_identities,
-            }
-        )
+        rows.append({"far": far, "threshold": tau,
+                     "tar": float((scan.genuine_scores > tau).double().mean()) if ok else math.nan,
+                     "tar_low": float(tar_ci[i, 0]), "tar_high": float(tar_ci[i, 1]),
+                     "realised_far": float(scan.exceed[i].sum()) / n_imp if ok else math.nan,
+                     "realised_far_low": float(far_ci[i, 0]), "realised_far_high": float(far_ci[i, 1]),
+                     "resolvable": ok, "smallest_resolvable_far": floor, "n_genuine": int(scan.genuine_scores.numel()),
+                     "n_impostor": n_imp, "n_impostor_calibration": n_cal, "n_identities": pairs.n_identities})
     return pd.DataFrame(rows)
 
 
