@@ -67,13 +67,8 @@ def _to_notebook(src: Path, dst: Path) -> Path:
 
 
 def _parameters(scale: str, seed: int, data_root: str | None, device: str, out_dir: Path) -> dict:
-    return {
-        "scale": scale,
-        "seed": int(seed),
-        "data_root": str(Path(data_root).resolve()) if data_root else None,
-        "device": device,
-        "out_dir": str(out_dir),
-    }
+    return {"scale": scale, "seed": int(seed), "data_root": str(Path(data_root).resolve()) if data_root else None,
+            "device": device, "out_dir": str(out_dir)}
 
 
 def _validate_common(scale: str, device: str, data_root: str | os.PathLike | None = None) -> None:
@@ -115,24 +110,14 @@ def _scale_environment(scale: str, data_root: str | os.PathLike | None):
                 os.environ[k] = v
 
 
-def run_paper(
-    paper: str,
-    *,
-    scale: str = "default",
-    seed: int = 0,
-    data_root: str | None = None,
-    device: str = "auto",
-    out: str | os.PathLike = "figures",
-    executed_dir: str | os.PathLike | None = None,
-    notebooks_dir: str | os.PathLike = DEFAULT_NOTEBOOKS,
-    timeout: int | None = None,
-) -> RunResult:
+def run_paper(paper: str, *, scale: str = "default", seed: int = 0, data_root: str | None = None, device: str = "auto",
+              out: str | os.PathLike = "figures", executed_dir: str | os.PathLike | None = None,
+              notebooks_dir: str | os.PathLike = DEFAULT_NOTEBOOKS, timeout: int | None = None) -> RunResult:
     """Execute one paper's notebook; move its outputs into ``out/<paper>/`` only if it succeeds."""
     import papermill as pm
 
     _validate_common(scale, device, data_root)
-    notebooks_dir = Path(notebooks_dir)
-    available = _available(notebooks_dir)
+    available = _available(Path(notebooks_dir))
     if paper not in available:
         raise UnknownNameError("paper", paper, available)
     src = available[paper]
@@ -154,17 +139,10 @@ def run_paper(
             nb_out = executed_root / f"{paper}.ipynb"
             result.executed = str(nb_out)
             with _scale_environment(scale, data_root):
-                pm.execute_notebook(
-                    str(nb_in),
-                    str(nb_out),
-                    parameters=_parameters(scale, seed, data_root, device, staging),
-                    kernel_name="python3",
-                    cwd=str(REPO_ROOT),
-                    progress_bar=False,
-                    log_output=False,
-                    execution_timeout=timeout,
-                    config=_local_kernel_config(Path(tmpd)),
-                )
+                pm.execute_notebook(str(nb_in), str(nb_out),
+                                    parameters=_parameters(scale, seed, data_root, device, staging),
+                                    kernel_name="python3", cwd=str(REPO_ROOT), progress_bar=False, log_output=False,
+                                    execution_timeout=timeout, config=_local_kernel_config(Path(tmpd)))
         final = out_root / paper
         old = None
         if final.exists():
@@ -188,17 +166,9 @@ def run_paper(
     return result
 
 
-def reproduce(
-    papers: Sequence[str] | None = None,
-    *,
-    scale: str = "default",
-    seed: int = 0,
-    data_root: str | None = None,
-    device: str = "auto",
-    out: str | os.PathLike = "figures",
-    notebooks_dir: str | os.PathLike = DEFAULT_NOTEBOOKS,
-    stream=sys.stdout,
-) -> list[RunResult]:
+def reproduce(papers: Sequence[str] | None = None, *, scale: str = "default", seed: int = 0,
+              data_root: str | None = None, device: str = "auto", out: str | os.PathLike = "figures",
+              notebooks_dir: str | os.PathLike = DEFAULT_NOTEBOOKS, stream=sys.stdout) -> list[RunResult]:
     """Run several papers; print one progress line each and a summary table. Never stops at a failure."""
     _validate_common(scale, device, data_root)
     available = _available(Path(notebooks_dir))
@@ -234,23 +204,14 @@ def _summary(results: list[RunResult]) -> str:
     rows = [("paper", "status", "seconds", "files")]
     rows += [(r.paper, r.status, f"{r.seconds:.1f}", str(len(r.files))) for r in results]
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    lines = ["", "Summary"]
-    for j, row in enumerate(rows):
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)))
-        if j == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))  # under the header
+    return "\n".join(["", "Summary", *lines])
 
 
-def prepare(
-    *,
-    scale: str = "smoke",
-    seed: int = 0,
-    out: str | os.PathLike = "build/smoke",
-    data_root: str | None = None,
-    device: str = "cpu",
-    notebooks_dir: str | os.PathLike = DEFAULT_NOTEBOOKS,
-) -> list[Path]:
+def prepare(*, scale: str = "smoke", seed: int = 0, out: str | os.PathLike = "build/smoke",
+            data_root: str | None = None, device: str = "cpu",
+            notebooks_dir: str | os.PathLike = DEFAULT_NOTEBOOKS) -> list[Path]:
     """Write parameterised, unexecuted notebooks ``<out>/notebooks/<paper>.ipynb`` (for nbval).
 
     Their figures go to ``<out>/figures/<paper>/``, never to ``figures/``.

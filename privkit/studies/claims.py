@@ -20,16 +20,8 @@ from privkit._validate import check_choice, check_int, check_positive, check_pro
 from privkit.errors import InvalidArgumentError
 from privkit.metrics import wilson_interval
 
-__all__ = [
-    "VERDICTS",
-    "CLAIM_KINDS",
-    "judge_claim",
-    "proportion_interval",
-    "mean_interval",
-    "loglog_slope",
-    "claim_row",
-    "claim_readme_row",
-]
+__all__ = ["VERDICTS", "CLAIM_KINDS", "judge_claim", "proportion_interval", "mean_interval", "loglog_slope",
+           "claim_row", "claim_readme_row"]
 
 #: The verdicts a claim can get.
 VERDICTS = ("holds", "does not hold", "not resolvable")

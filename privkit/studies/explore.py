@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Mapping
+from types import SimpleNamespace
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -73,30 +74,20 @@ def _show(fig: Any) -> None:
     plt.close(fig)
 
 
-def _log_slider(description: str, value: float, lo: float, hi: float, readout: str = ".3g"):
-    import ipywidgets as W
-
-    return W.FloatLogSlider(value=value, base=10, min=math.log10(lo), max=math.log10(hi), step=0.05,
-                            description=description, readout_format=readout, continuous_update=False)
-
-
-class _Value:
-    """A stand-in control (only ``value``) for static mode when ipywidgets is missing."""
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-
 def _controls(specs: Mapping[str, tuple]) -> dict[str, Any]:
-    """Build controls from ``name -> (kind, description, value, *range)``; kinds: log, int, choice."""
+    """Build controls from ``name -> (kind, description, value, *range)``; kinds: log (range lo, hi and optionally a
+    readout format), int (min, max and optionally a step), choice (the options). Without ipywidgets (static mode),
+    stand-ins that hold only the initial ``value``."""
     try:
         import ipywidgets as W
     except ImportError:
-        return {k: _Value(spec[2]) for k, spec in specs.items()}
+        return {k: SimpleNamespace(value=spec[2]) for k, spec in specs.items()}
     out: dict[str, Any] = {}
     for name, (kind, description, value, *rest) in specs.items():
         if kind == "log":
-            out[name] = _log_slider(description, value, *rest)
+            out[name] = W.FloatLogSlider(value=value, base=10, min=math.log10(rest[0]), max=math.log10(rest[1]),
+                                         step=0.05, description=description,
+                                         readout_format=rest[2] if len(rest) > 2 else ".3g", continuous_update=False)
         elif kind == "int":
             out[name] = W.IntSlider(value=value, min=rest[0], max=rest[1], step=rest[2] if len(rest) > 2 else 1,
                                     description=description, continuous_update=False)

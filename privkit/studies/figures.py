@@ -25,14 +25,7 @@ import pandas as pd
 from privkit._validate import check_int
 from privkit.errors import InvalidArgumentError
 
-__all__ = [
-    "set_theme",
-    "save_figure",
-    "save_table",
-    "write_run_manifest",
-    "SectionTimer",
-    "atomic_write",
-]
+__all__ = ["set_theme", "save_figure", "save_table", "write_run_manifest", "SectionTimer", "atomic_write"]
 
 _SLUG_OK = set("abcdefghijklmnopqrstuvwxyz0123456789_-.")
 
@@ -52,16 +45,8 @@ def set_theme() -> None:
     import seaborn as sns
 
     sns.set_theme(context="paper", style="ticks")
-    mpl.rcParams.update(
-        {
-            "pdf.fonttype": 42,
-            "ps.fonttype": 42,
-            "text.usetex": False,
-            "savefig.bbox": "tight",
-            "figure.dpi": 100,
-            "svg.hashsalt": "privkit",
-        }
-    )
+    mpl.rcParams.update({"pdf.fonttype": 42, "ps.fonttype": 42, "text.usetex": False, "savefig.bbox": "tight",
+                         "figure.dpi": 100, "svg.hashsalt": "privkit"})
 
 
 @contextlib.contextmanager
@@ -87,15 +72,13 @@ def _umask() -> int:
     return mask
 
 
-def save_figure(
-    fig: Any,
-    out_dir: str | os.PathLike,
-    name: str,
-    data: pd.DataFrame | None,
-    *,
-    formats: tuple[str, ...] = ("pdf", "png"),
-    dpi: int = 200,
-) -> list[Path]:
+#: The metadata each figure format is saved with: no creation dates, so the same inputs give the same bytes.
+_NO_DATES = {"pdf": {"CreationDate": None, "ModDate": None, "Producer": "privkit"}, "png": {"Software": None},
+             "svg": {"Date": None}}
+
+
+def save_figure(fig: Any, out_dir: str | os.PathLike, name: str, data: pd.DataFrame | None, *,
+                formats: tuple[str, ...] = ("pdf", "png"), dpi: int = 200) -> list[Path]:
     """Save ``fig`` as ``out_dir/name.{pdf,png}`` plus ``name.csv`` holding the plotted data.
 
     PDFs carry no creation date, so re-running with the same inputs gives the same bytes.
@@ -123,33 +106,17 @@ def save_figure(
     written: list[Path] = []
     for fmt in formats:
         target = out / f"{name}.{fmt}"
-        kwargs: dict[str, Any] = {"format": fmt}
-        if fmt == "pdf":
-            kwargs["metadata"] = {"CreationDate": None, "ModDate": None, "Producer": "privkit"}
-        elif fmt == "png":
-            kwargs["dpi"] = dpi
-            kwargs["metadata"] = {"Software": None}
-        elif fmt == "svg":
-            kwargs["metadata"] = {"Date": None}
         with atomic_write(target) as fh:
-            fig.savefig(fh, **kwargs)
+            fig.savefig(fh, format=fmt, metadata=dict(_NO_DATES[fmt]), **({"dpi": dpi} if fmt == "png" else {}))
         written.append(target)
     csv = out / f"{name}.csv"
     with atomic_write(csv, "w") as fh:
         data.to_csv(fh, index=False)
-    written.append(csv)
-    return written
+    return [*written, csv]
 
 
-def save_table(
-    df: pd.DataFrame,
-    out_dir: str | os.PathLike,
-    name: str,
-    *,
-    caption: str = "",
-    float_format: str = "{:.4g}",
-    index: bool = False,
-) -> list[Path]:
+def save_table(df: pd.DataFrame, out_dir: str | os.PathLike, name: str, *, caption: str = "",
+               float_format: str = "{:.4g}", index: bool = False) -> list[Path]:
     """Save a table as ``name.csv`` (full precision) and ``name.tex`` (booktabs LaTeX, rounded)."""
     _check_name(name)
     if not isinstance(df, pd.DataFrame):
@@ -160,29 +127,15 @@ def save_table(
         df.to_csv(fh, index=index)
     tex = out / f"{name}.tex"
 
-    def fmt(v: Any) -> str:
-        if isinstance(v, float):
-            return float_format.format(v)
-        return str(v)
+    def tex_row(cells: list[str]) -> str:
+        return " & ".join(_tex_escape(c) for c in cells) + r" \\"
 
     cols = ([df.index.name or ""] if index else []) + [str(c) for c in df.columns]
-    rows = []
-    for idx, row in df.iterrows():
-        cells = ([str(idx)] if index else []) + [fmt(v) for v in row.tolist()]
-        rows.append(" & ".join(_tex_escape(c) for c in cells) + r" \\")
-    lines = [
-        r"\begin{table}[t]",
-        r"\centering",
-        rf"\caption{{{_tex_escape(caption)}}}" if caption else "",
-        r"\begin{tabular}{" + "l" * len(cols) + "}",
-        r"\toprule",
-        " & ".join(_tex_escape(c) for c in cols) + r" \\",
-        r"\midrule",
-        *rows,
-        r"\bottomrule",
-        r"\end{tabular}",
-        r"\end{table}",
-    ]
+    rows = [tex_row(([str(idx)] if index else []) + [float_format.format(v) if isinstance(v, float) else str(v)
+                                                      for v in row.tolist()]) for idx, row in df.iterrows()]
+    lines = [r"\begin{table}[t]", r"\centering", rf"\caption{{{_tex_escape(caption)}}}" if caption else "",
+             r"\begin{tabular}{" + "l" * len(cols) + "}", r"\toprule", tex_row(cols), r"\midrule", *rows,
+             r"\bottomrule", r"\end{tabular}", r"\end{table}"]
     with atomic_write(tex, "w") as fh:
         fh.write("\n".join(line for line in lines if line) + "\n")
     return [csv, tex]
@@ -232,15 +185,8 @@ _VERSIONED = ("privkit", "torch", "torchvision", "numpy", "scipy", "pandas", "ma
               "scikit-learn", "scikit-image", "opacus", "dlib-bin", "onnxruntime", "papermill")
 
 
-def write_run_manifest(
-    out_dir: str | os.PathLike,
-    *,
-    paper: str,
-    parameters: Mapping[str, Any],
-    device: Any,
-    timer: SectionTimer | None = None,
-    extra: Mapping[str, Any] | None = None,
-) -> Path:
+def write_run_manifest(out_dir: str | os.PathLike, *, paper: str, parameters: Mapping[str, Any], device: Any,
+                       timer: SectionTimer | None = None, extra: Mapping[str, Any] | None = None) -> Path:
     """Write ``out_dir/run.json``: parameters, package versions, git commit, device, wall time per section."""
     versions = {}
     for pkg in _VERSIONED:
@@ -249,14 +195,10 @@ def write_run_manifest(
         except metadata.PackageNotFoundError:
             versions[pkg] = None
     manifest = {
-        "paper": paper,
+        "paper": paper, "device": str(device), "git_commit": _git_commit(), "python": sys.version.split()[0],
         "parameters": {k: (v if isinstance(v, (int, float, str, bool, type(None))) else str(v))
                        for k, v in parameters.items()},
-        "device": str(device),
-        "git_commit": _git_commit(),
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "versions": versions,
+        "platform": platform.platform(), "versions": versions,
         "wall_seconds": {k: round(v, 3) for k, v in (timer.seconds if timer else {}).items()},
         "wall_seconds_total": round(timer.total, 3) if timer else None,
         "finished_utc": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),

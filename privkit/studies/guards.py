@@ -179,11 +179,9 @@ def _checks(paper: str, cfg: Any, data_root: Path, resources: dict[str, Any]) ->
                 *[(name, lambda name=name: ijb(name)) for name in cfg.ijb_sets], ("MovieLens-100K", movielens)]
     if paper == "dppose":
         return [("MPII", lambda: _mpii(data_root)), ("TinyViT-5M weights", lambda: _tiny_vit(data_root))]
-    if paper == "synthesisnet":
-        from privkit.synthesisnet.metrics import _find_inception
+    from privkit.synthesisnet.metrics import _find_inception  # synthesisnet (check_paper_inputs checked the name)
 
-        return [("CelebA", celeba), ("Inception-v3 weights", lambda: _find_inception(None, data_root))]
-    raise InvalidArgumentError(f"paper must be one of {PAPERS_WITH_PAPER_DATA}, got {paper!r}")
+    return [("CelebA", celeba), ("Inception-v3 weights", lambda: _find_inception(None, data_root))]
 
 
 def check_paper_inputs(paper: str, cfg: Any, data_root: str | Path, *,
@@ -288,15 +286,14 @@ def plan_paper_run(paper: str, cfg: Any, data_root: str | Path, *, device: str |
         plan.probe[f"embed {name}"] = (time.perf_counter() - t0) / probe_images
     plan.estimate_seconds = sum(plan.probe.values()) * n_images
     if probe_training and paper in ("dppose", "synthesisnet"):
-        dev = device
-        if dev.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(dev)
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
         if paper == "dppose":
-            plan.training_probe, plan.training_seconds = _probe_dppose(cfg, plan.counts["private records"], dev)
+            plan.training_probe, plan.training_seconds = _probe_dppose(cfg, plan.counts["private records"], device)
         else:
-            plan.training_probe, plan.training_seconds = _probe_synthesisnet(cfg, Path(data_root).expanduser(), dev)
-        if dev.type == "cuda":
-            plan.probe_peak_bytes = int(torch.cuda.max_memory_allocated(dev))
+            plan.training_probe, plan.training_seconds = _probe_synthesisnet(cfg, Path(data_root).expanduser(), device)
+        if device.type == "cuda":
+            plan.probe_peak_bytes = int(torch.cuda.max_memory_allocated(device))
     return plan
 
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
+from itertools import combinations
 from typing import Any, Literal
 
 import pandas as pd
@@ -32,54 +34,22 @@ from privkit._validate import check_choice, check_int, check_probability, check_
 from privkit.data.cache import DEFAULT_CACHE_DIR, cached_embeddings
 from privkit.data.types import FaceSet
 from privkit.errors import InsufficientDataError, InvalidArgumentError, ShapeError, UnknownNameError
-from privkit.isp.attribution import (
-    background_dominance,
-    context_preference_curve,
-    face_importance_index,
-    summarise_by_fcr,
-)
-from privkit.isp.inversion import (
-    face_crops,
-    optimisation_attack,
-    paste_crops,
-    ridge_predict,
-    train_regression_inverter,
-    train_ridge_inverter,
-    wilson_interval,
-)
+from privkit.isp.attribution import (background_dominance, context_preference_curve, face_importance_index,
+                                     summarise_by_fcr)
+from privkit.isp.inversion import (face_crops, optimisation_attack, paste_crops, ridge_predict,
+                                   train_regression_inverter, train_ridge_inverter, wilson_interval)
 from privkit.isp.projection import IdentityProjector, IdentitySanitizer, INLPFitter, LeaceEraser, LeaceFitter, principal_angles
 from privkit.metrics import DEFAULT_MIN_FALSE_ACCEPTS
 from privkit.isp.utility import copy_detection_metrics, knn_accuracy, linear_probe_accuracy
 from privkit.isp.probes import MLPOptions
 from privkit.isp.protocol import EmbeddingSplits, VerificationProtocol, evaluate_verification
-from privkit.isp.verification import (
-    VerificationPairs,
-    pair_threshold,
-    scan_pairs,
-)
+from privkit.isp.verification import VerificationPairs, pair_threshold, scan_pairs
 
 __all__ = [
-    "INPUT_MODES",
-    "ERASERS",
-    "PAPER_RIDGE_TAR",
-    "PAPER_UTILITY",
-    "embed_faces",
-    "fit_eraser",
-    "truncate_eraser",
-    "verification_table",
-    "paired_tar_difference",
-    "paired_comparison",
-    "utility_table",
-    "subspace_angles",
-    "attribution_tables",
-    "ProjectedEncoder",
-    "reference_threshold_from_embeddings",
-    "INVERSION_ATTACKS",
-    "inversion_study",
-    "AttackedEncoder",
-    "InversionTargets",
-    "InversionSettings",
-    "rises_with_rank",
+    "INPUT_MODES", "ERASERS", "PAPER_RIDGE_TAR", "PAPER_UTILITY", "embed_faces", "fit_eraser", "truncate_eraser",
+    "verification_table", "paired_tar_difference", "paired_comparison", "utility_table", "subspace_angles",
+    "attribution_tables", "ProjectedEncoder", "reference_threshold_from_embeddings", "INVERSION_ATTACKS",
+    "inversion_study", "AttackedEncoder", "InversionTargets", "InversionSettings", "rises_with_rank",
 ]
 
 #: How an encoder sees a face image: the whole image (face and context) or only the face box.
@@ -113,16 +83,8 @@ Split = tuple[torch.Tensor, torch.Tensor]
 # ---------------------------------------------------------------------------------------------------------------------
 # Embeddings
 # ---------------------------------------------------------------------------------------------------------------------
-def embed_faces(
-    encoder: torch.nn.Module,
-    faces: FaceSet,
-    *,
-    input: Literal["image", "box"] = "image",
-    seed: int = 0,
-    cache: bool = True,
-    cache_dir: str = DEFAULT_CACHE_DIR,
-    batch_size: int = 64,
-) -> torch.Tensor:
+def embed_faces(encoder: torch.nn.Module, faces: FaceSet, *, input: Literal["image", "box"] = "image", seed: int = 0,
+                cache: bool = True, cache_dir: str = DEFAULT_CACHE_DIR, batch_size: int = 64) -> torch.Tensor:
     """Unit-norm embeddings of every image of ``faces``, cached on disk (biometric templates: owner-only files).
 
     Args:
@@ -148,21 +110,13 @@ def embed_faces(
     if not cache:
         return compute()
     meta = faces.meta
-    extra = {
-        "purpose": "isp",
-        "weights_sha256": _state_fingerprint(encoder),
-        "input": input,
-        "n": len(faces),
-        "n_identities": faces.n_identities,
-        "images_per_identity": meta.get("images_per_identity"),
-        "size": int(faces.images.shape[-1]),
-        "context_leakage": meta.get("context_leakage"),
-        "nuisance_strength": meta.get("nuisance_strength"),
-    }
-    return cached_embeddings(
-        compute, encoder=encoder.name, dataset=faces.name or "faces", split=str(meta.get("split", "all")),
-        seed=int(seed), extra=extra, cache_dir=cache_dir, inputs=(faces.images, faces.box),
-    )
+    extra = {"purpose": "isp", "weights_sha256": _state_fingerprint(encoder), "input": input, "n": len(faces),
+             "n_identities": faces.n_identities, "images_per_identity": meta.get("images_per_identity"),
+             "size": int(faces.images.shape[-1]), "context_leakage": meta.get("context_leakage"),
+             "nuisance_strength": meta.get("nuisance_strength")}
+    return cached_embeddings(compute, encoder=encoder.name, dataset=faces.name or "faces",
+                             split=str(meta.get("split", "all")), seed=int(seed), extra=extra, cache_dir=cache_dir,
+                             inputs=(faces.images, faces.box))
 
 
 def _state_fingerprint(module: torch.nn.Module) -> str:
@@ -179,13 +133,8 @@ def _state_fingerprint(module: torch.nn.Module) -> str:
 # ---------------------------------------------------------------------------------------------------------------------
 # Erasers
 # ---------------------------------------------------------------------------------------------------------------------
-def fit_eraser(
-    method: Literal["isp", "leace", "inlp"],
-    embeddings: torch.Tensor,
-    identities: torch.Tensor,
-    *,
-    rank: int | None,
-) -> IdentityProjector | LeaceEraser:
+def fit_eraser(method: Literal["isp", "leace", "inlp"], embeddings: torch.Tensor, identities: torch.Tensor, *,
+               rank: int | None) -> IdentityProjector | LeaceEraser:
     """Fit ISP, LEACE (rank-truncated) or INLP (one direction per iteration) removing ``rank`` directions.
 
     Fit once at the largest rank needed and cut with :func:`truncate_eraser`: all three are nested in the rank (ISP
@@ -232,19 +181,11 @@ def _identity(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
-def verification_table(
-    splits: Mapping[str, Split],
-    transforms: Mapping[str, Transform | None],
-    *,
-    probes: Sequence[str] = ("raw", "ridge"),
-    ks: Sequence[int] = (16,),
-    fars: Sequence[float] = (1e-2, 1e-3, 1e-4),
-    n_boot: int = 200,
-    seed: int = 0,
-    mlp_options: MLPOptions | None = None,
-    ridge_lambdas: Sequence[float] | None = None,
-    keep_results: bool = False,
-) -> tuple[pd.DataFrame, dict]:
+def verification_table(splits: Mapping[str, Split], transforms: Mapping[str, Transform | None], *,
+                       probes: Sequence[str] = ("raw", "ridge"), ks: Sequence[int] = (16,),
+                       fars: Sequence[float] = (1e-2, 1e-3, 1e-4), n_boot: int = 200, seed: int = 0,
+                       mlp_options: MLPOptions | None = None, ridge_lambdas: Sequence[float] | None = None,
+                       keep_results: bool = False) -> tuple[pd.DataFrame, dict]:
     """The open-set protocol (:func:`evaluate_verification`) for every transform × probe × k.
 
     Each transform (e.g. ``{"raw": None, "ISP-W": projector}``) is applied to the probe-fit, validation and test
@@ -286,18 +227,15 @@ def verification_table(
                 res = evaluate_verification(
                     EmbeddingSplits(*mapped["train"], *mapped["val"], *mapped["test"]), probe=probe,
                     protocol=VerificationProtocol(k=k, fars=fars, n_boot=n_boot), seed=seed,
-                    mlp_options=mlp_options if probe == "mlp" else None, ridge_lambdas=ridge_lambdas,
-                )
+                    mlp_options=mlp_options if probe == "mlp" else None, ridge_lambdas=ridge_lambdas)
                 t = res.table.copy()
                 t["k"] = 0 if probe == "raw" else k
                 t.insert(0, "transform", tname)
+                t["selected"] = ""
                 if probe == "ridge":
                     t["selected"] = f"lambda={res.probe.lam:g}"
                 elif probe == "mlp":
-                    sel = res.selection
-                    t["selected"] = f"epoch={int(sel.loc[sel.selected, 'epoch'].iloc[0])}"
-                else:
-                    t["selected"] = ""
+                    t["selected"] = f"epoch={int(res.selection.loc[res.selection.selected, 'epoch'].iloc[0])}"
                 frames.append(t)
                 if keep_results:
                     results[(tname, probe, int(t["k"].iloc[0]))] = (res, mapped["test"])
@@ -307,17 +245,9 @@ def verification_table(
     return table[keep], results
 
 
-def paired_tar_difference(
-    test_identities: torch.Tensor,
-    mapped_a: torch.Tensor,
-    threshold_a: float,
-    mapped_b: torch.Tensor,
-    threshold_b: float,
-    *,
-    n_boot: int = 1000,
-    ci: float = 0.95,
-    seed: int = 0,
-) -> dict[str, float]:
+def paired_tar_difference(test_identities: torch.Tensor, mapped_a: torch.Tensor, threshold_a: float,
+                          mapped_b: torch.Tensor, threshold_b: float, *, n_boot: int = 1000, ci: float = 0.95,
+                          seed: int = 0) -> dict[str, float]:
     """TAR(a) − TAR(b) on the same test identities, with a paired identity-bootstrap percentile interval.
 
     Both sides score all genuine image pairs of the test identities (single-image templates) with their own fixed
@@ -362,16 +292,9 @@ def paired_tar_difference(
     return {"tar_a": tar_a, "tar_b": tar_b, "difference": tar_a - tar_b, "low": lo, "high": hi}
 
 
-def paired_comparison(
-    results: Mapping[tuple[str, str, int], tuple[Any, Split]],
-    a: tuple[str, str, int],
-    b: tuple[str, str, int],
-    *,
-    far: float,
-    n_boot: int = 1000,
-    ci: float = 0.95,
-    seed: int = 0,
-) -> dict[str, float]:
+def paired_comparison(results: Mapping[tuple[str, str, int], tuple[Any, Split]], a: tuple[str, str, int],
+                      b: tuple[str, str, int], *, far: float, n_boot: int = 1000, ci: float = 0.95,
+                      seed: int = 0) -> dict[str, float]:
     """:func:`paired_tar_difference` of two cells of :func:`verification_table` (``keep_results=True``).
 
     Args:
@@ -413,30 +336,19 @@ def rises_with_rank(table: pd.DataFrame, *, rank_col: str = "rank") -> list[str]
     for col in (rank_col, "tar", "tar_low", "tar_high"):
         if col not in table.columns:
             raise InvalidArgumentError(f"table must have a {col!r} column (has {list(table.columns)})")
-    t = table.dropna(subset=["tar"]).sort_values(rank_col)
-    out = []
-    rows = list(t.itertuples(index=False))
-    for i, a in enumerate(rows):
-        for b in rows[i + 1 :]:
-            ra, rb = getattr(a, rank_col), getattr(b, rank_col)
-            if b.tar_low > a.tar_high + 1e-12:
-                out.append(f"TAR interval at rank {rb} [{b.tar_low:.3f}, {b.tar_high:.3f}] lies above the one at rank "
-                           f"{ra} [{a.tar_low:.3f}, {a.tar_high:.3f}]")
-    return out
+    rows = table.dropna(subset=["tar"]).sort_values(rank_col).itertuples(index=False)
+    return [f"TAR interval at rank {getattr(b, rank_col)} [{b.tar_low:.3f}, {b.tar_high:.3f}] lies above the one at "
+            f"rank {getattr(a, rank_col)} [{a.tar_low:.3f}, {a.tar_high:.3f}]"
+            for a, b in combinations(rows, 2) if b.tar_low > a.tar_high + 1e-12]
 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Utility
 # ---------------------------------------------------------------------------------------------------------------------
-def utility_table(
-    transforms: Mapping[str, Transform],
-    *,
-    knn: tuple[torch.Tensor, Mapping[str, torch.Tensor], torch.Tensor, Mapping[str, torch.Tensor]] | None = None,
-    copy: tuple[torch.Tensor, torch.Tensor] | None = None,
-    k: int = 20,
-    min_gain_se: float = 3.0,
-    linear: bool | Sequence[str] = False,
-) -> pd.DataFrame:
+def utility_table(transforms: Mapping[str, Transform], *,
+                  knn: tuple[torch.Tensor, Mapping[str, torch.Tensor], torch.Tensor, Mapping[str, torch.Tensor]]
+                  | None = None, copy: tuple[torch.Tensor, torch.Tensor] | None = None, k: int = 20,
+                  min_gain_se: float = 3.0, linear: bool | Sequence[str] = False) -> pd.DataFrame:
     """What a transform keeps: kNN and linear-probe accuracy on non-identity attributes and copy detection, % of raw.
 
     kNN (paper §1.6, ImageNet kNN there): a labelled bank (e.g. images of the probe-fit and validation identities)
@@ -472,31 +384,28 @@ def utility_table(
     if linear_names and knn is None:
         raise InvalidArgumentError("linear probes need the knn=... data (bank and queries with attribute labels)")
     rows = []
+
+    def add(tname: str, metric: str, raw: float, acc: float, chance: float, informative: Any, n: int) -> None:
+        rows.append({"transform": tname, "metric": metric, "raw": raw, "transformed": acc,
+                     "retention_pct": 100 * acc / raw if raw > 0 else math.nan, "chance": chance,
+                     "informative": bool(informative), "n_queries": n})
+
     if knn is not None:
         bank, bank_lab, query, query_lab = knn
         for attr, yb in bank_lab.items():
             yq = query_lab[attr]
-            raw = knn_accuracy(bank, yb, query, yq, k=k)
             maj = float(torch.bincount(yq - yq.min()).max()) / yq.numel()
             se = math.sqrt(max(maj * (1 - maj), 1e-12) / yq.numel())
-            informative = raw > maj + min_gain_se * se
-            for tname, fn in transforms.items():
-                with torch.no_grad():
-                    acc = knn_accuracy(fn(bank), yb, fn(query), yq, k=k)
-                rows.append({"transform": tname, "metric": f"knn:{attr}", "raw": raw, "transformed": acc,
-                             "retention_pct": 100 * acc / raw if raw > 0 else math.nan, "chance": maj,
-                             "informative": bool(informative), "n_queries": int(yq.numel())})
-            if not linear_names or torch.unique(yb).numel() < 2:
-                continue  # no linear probe without two classes in the bank (a constant attribute tells nothing)
-            raw_lin = linear_probe_accuracy(bank, yb, query, yq)
-            informative_lin = raw_lin > maj + min_gain_se * se
-            for tname in [t for t in transforms if t in linear_names]:
-                fn = transforms[tname]
-                with torch.no_grad():
-                    acc = linear_probe_accuracy(fn(bank), yb, fn(query), yq)
-                rows.append({"transform": tname, "metric": f"linear:{attr}", "raw": raw_lin, "transformed": acc,
-                             "retention_pct": 100 * acc / raw_lin if raw_lin > 0 else math.nan, "chance": maj,
-                             "informative": bool(informative_lin), "n_queries": int(yq.numel())})
+            probes = [("knn", partial(knn_accuracy, k=k), list(transforms))]
+            # no linear probe without two classes in the bank (a constant attribute tells nothing)
+            if linear_names and torch.unique(yb).numel() >= 2:
+                probes.append(("linear", linear_probe_accuracy, [t for t in transforms if t in linear_names]))
+            for family, accuracy, names in probes:
+                raw = accuracy(bank, yb, query, yq)
+                for tname in names:
+                    with torch.no_grad():
+                        acc = accuracy(transforms[tname](bank), yb, transforms[tname](query), yq)
+                    add(tname, f"{family}:{attr}", raw, acc, maj, raw > maj + min_gain_se * se, int(yq.numel()))
     if copy is not None:
         ref, cop = copy
         if ref.shape != cop.shape:
@@ -507,9 +416,7 @@ def utility_table(
             with torch.no_grad():
                 m = copy_detection_metrics(fn(cop), src, fn(ref))
             for key, label in (("recall_at_1", "copy:recall@1"), ("map", "copy:mAP")):
-                rows.append({"transform": tname, "metric": label, "raw": base[key], "transformed": m[key],
-                             "retention_pct": 100 * m[key] / base[key] if base[key] > 0 else math.nan,
-                             "chance": 1.0 / ref.shape[0], "informative": True, "n_queries": int(ref.shape[0])})
+                add(tname, label, base[key], m[key], 1.0 / ref.shape[0], True, int(ref.shape[0]))
     return pd.DataFrame(rows)
 
 
@@ -529,40 +436,31 @@ def subspace_angles(projectors: Mapping[str, IdentityProjector], *, rank: int | 
         raise InvalidArgumentError("projectors must hold at least two fitted subspaces")
     rows = []
     gen = torch.Generator().manual_seed(0)
-    for i, a in enumerate(names):
-        for b in names[i + 1 :]:
-            pa, pb = projectors[a], projectors[b]
-            r = min(pa.rank, pb.rank) if rank is None else check_int("rank", rank, minimum=1, maximum=min(pa.rank, pb.rank))
-            ua, ub = pa.basis[:, :r], pb.basis[:, :r]
-            cos = principal_angles(ua, ub)
-            d = ua.shape[0]
-            rand = []
-            for _ in range(20):
-                q1, _ = torch.linalg.qr(torch.randn(d, r, generator=gen, dtype=torch.float64))
-                q2, _ = torch.linalg.qr(torch.randn(d, r, generator=gen, dtype=torch.float64))
-                rand.append(float(principal_angles(q1, q2).mean()))
-            rows.append({"a": a, "b": b, "rank": r, "mean_cos": float(cos.mean()), "min_cos": float(cos.min()),
-                         "max_cos": float(cos.max()), "chance_mean_cos": sum(rand) / len(rand)})
+
+    def random_basis(d: int, r: int) -> torch.Tensor:
+        return torch.linalg.qr(torch.randn(d, r, generator=gen, dtype=torch.float64))[0]
+
+    for a, b in combinations(names, 2):
+        pa, pb = projectors[a], projectors[b]
+        r_max = min(pa.rank, pb.rank)
+        r = r_max if rank is None else check_int("rank", rank, minimum=1, maximum=r_max)
+        ua, ub = pa.basis[:, :r], pb.basis[:, :r]
+        cos = principal_angles(ua, ub)
+        d = ua.shape[0]
+        rand = [float(principal_angles(random_basis(d, r), random_basis(d, r)).mean()) for _ in range(20)]
+        rows.append({"a": a, "b": b, "rank": r, "mean_cos": float(cos.mean()), "min_cos": float(cos.min()),
+                     "max_cos": float(cos.max()), "chance_mean_cos": sum(rand) / len(rand)})
     return pd.DataFrame(rows)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Attribution
 # ---------------------------------------------------------------------------------------------------------------------
-def attribution_tables(
-    encoder: Any,
-    faces: FaceSet,
-    *,
-    fii_images: int = 120,
-    sigma: float = 4.0,
-    n_context_regions: int = 4,
-    fcr_bins: int = 4,
-    cpi_sigmas: Sequence[float] = (0.0, 1.0, 2.0, 4.0, 8.0),
-    cpi_queries: int = 200,
-    bstar_pairs: int = 100,
-    bstar_betas: Sequence[float] | None = None,
-    seed: int = 0,
-) -> dict[str, Any]:
+def attribution_tables(encoder: Any, faces: FaceSet, *, fii_images: int = 120, sigma: float = 4.0,
+                       n_context_regions: int = 4, fcr_bins: int = 4,
+                       cpi_sigmas: Sequence[float] = (0.0, 1.0, 2.0, 4.0, 8.0), cpi_queries: int = 200,
+                       bstar_pairs: int = 100, bstar_betas: Sequence[float] | None = None,
+                       seed: int = 0) -> dict[str, Any]:
     """FII (per image and by FCR bin), CPI(σ) and B* of one whole-image encoder on ``faces`` (privkit's definitions).
 
     The FII images are a seeded random subset of ``fii_images`` images. See :mod:`privkit.isp.attribution` for the
@@ -637,13 +535,8 @@ class ProjectedEncoder(torch.nn.Module):
 
 
 @torch.no_grad()
-def reference_threshold_from_embeddings(
-    embeddings: torch.Tensor,
-    identities: torch.Tensor,
-    *,
-    far: float = 1e-3,
-    min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS,
-) -> float:
+def reference_threshold_from_embeddings(embeddings: torch.Tensor, identities: torch.Tensor, *, far: float = 1e-3,
+                                        min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS) -> float:
     """The reference encoder's threshold at ``far`` from all impostor pairs of held-out, already-embedded images.
 
     Raises:
@@ -745,15 +638,9 @@ class InversionSettings:
         check_int("crop_size", self.crop_size, minimum=8)
 
 
-def inversion_study(
-    attacked: Mapping[str, AttackedEncoder],
-    data: InversionTargets,
-    reference_encoder: Any,
-    threshold: float | Mapping[str, float],
-    *,
-    settings: InversionSettings | None = None,
-    seed: int = 0,
-) -> tuple[pd.DataFrame, dict[str, torch.Tensor]]:
+def inversion_study(attacked: Mapping[str, AttackedEncoder], data: InversionTargets, reference_encoder: Any,
+                    threshold: float | Mapping[str, float], *, settings: InversionSettings | None = None,
+                    seed: int = 0) -> tuple[pd.DataFrame, dict[str, torch.Tensor]]:
     """Template inversion of leaked (possibly sanitised) embeddings to aligned face crops, judged by a reference encoder.
 
     **Targets of the reconstruction** [I]: square face crops (:func:`~privkit.isp.inversion.face_crops`, side =
@@ -803,23 +690,21 @@ def inversion_study(
         raise InvalidArgumentError("data must be an InversionTargets and settings an InversionSettings, got "
                                    f"{type(data).__name__} and {type(settings).__name__}")
     attacks, ridge_lambdas, epochs, steps = settings.attacks, settings.ridge_lambdas, settings.epochs, settings.steps
-    channels, crop_margin = settings.channels, settings.crop_margin
+    channels, crop_margin, crop_size = settings.channels, settings.crop_margin, settings.crop_size
     aux_images, aux_boxes, aux_identities = data.aux_images, data.aux_boxes, data.aux_identities
-    target_images, target_boxes, target_identities = data.target_images, data.target_boxes, data.target_identities
-    t = target_images.shape[0]
+    t = data.target_images.shape[0]
     if t < 2:
         raise InsufficientDataError(f"target_images: need at least 2 targets, got {t}")
     n_aux = aux_images.shape[0]
     check_tensor("aux_identities", aux_identities, shape=(n_aux,))
-    tid = torch.arange(t) if target_identities is None else target_identities.reshape(-1).cpu()
+    tid = torch.arange(t) if data.target_identities is None else data.target_identities.reshape(-1).cpu()
     check_tensor("target_identities", tid, shape=(t,))
-    crop_size = settings.crop_size
     n_groups = int(torch.unique(aux_identities).numel())
     if n_groups < 2:
         raise InsufficientDataError(f"aux_identities: need at least 2 auxiliary identities, got {n_groups}")
     folds = min(5, n_groups)
     aux_crops, aux_cbox = face_crops(aux_images, aux_boxes, size=crop_size, margin=crop_margin)
-    tgt_crops, tgt_cbox = face_crops(target_images, target_boxes, size=crop_size, margin=crop_margin)
+    tgt_crops, tgt_cbox = face_crops(data.target_images, data.target_boxes, size=crop_size, margin=crop_margin)
     h, w = aux_images.shape[-2:]
     canvas_scale = crop_size / max(h, w)
     canvas_size = (max(1, round(h * canvas_scale)), max(1, round(w * canvas_scale)))
@@ -844,17 +729,15 @@ def inversion_study(
 
     def evaluate(rec: torch.Tensor, judge: str) -> dict:
         reference, thr = judges[judge]
-        ref_t = ref_ts[judge]
         z = reference.embed(rec.clamp(0, 1).detach(), boxes=tgt_cbox).float().cpu()
-        s = z @ ref_t.T  # s[i, j] = cos(reconstruction i, real target j)
+        s = z @ ref_ts[judge].T  # s[i, j] = cos(reconstruction i, real target j)
         own = s.diagonal()
         k = int((own > thr).sum())
         lo, hi = wilson_interval(k, t)
         other = ~same  # control for target j: reconstructions i of other identities, s[i, j]
         ctl_mean = (s * other).sum(0) / other.sum(0).clamp_min(1)
         ctl_rate = float(((s > thr) & other).sum()) / max(int(other.sum()), 1)
-        hit = same[torch.arange(t), s.argmax(1)]
-        r1 = int(hit.sum())
+        r1 = int(same[torch.arange(t), s.argmax(1)].sum())  # the nearest real crop is of the same identity
         r_lo, r_hi = wilson_interval(r1, t)
         diff = own - ctl_mean
         half = 1.96 * float(diff.std()) / math.sqrt(t)
@@ -878,7 +761,6 @@ def inversion_study(
         with torch.no_grad():
             if "ridge" in attacks:
                 found.append(("ridge", ridge(z_t)))
-        conv = None
         if "conv" in attacks or ("optimisation" in attacks and module is not None):
             conv, _ = train_regression_inverter(None, aux_crops, aux_embeddings=z_aux, epochs=epochs, channels=channels,
                                                 seed=seed)

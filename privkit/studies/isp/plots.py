@@ -21,6 +21,7 @@ __all__ = ["plot_leakage", "plot_attribution", "plot_rank_sweep", "plot_inversio
 
 TRANSFORMS = ("raw", "ISP-W", "ISP-X")
 TRANSFORM_COLOURS = dict(zip(TRANSFORMS, ["#4c72b0", "#dd8452", "#55a868"]))
+_PAPER_COLUMNS = ("k16_raw", "k16_ispw", "k16_ispx")  # the paper's TARs of TRANSFORMS in X.PAPER_RIDGE_TAR
 
 
 def plot_leakage(lo: pd.DataFrame, leak: pd.DataFrame, labels: Sequence[str], *, probes: Sequence[str], k_max: int,
@@ -42,14 +43,12 @@ def plot_leakage(lo: pd.DataFrame, leak: pd.DataFrame, labels: Sequence[str], *,
     for ax in axes[0][1:n_p]:
         ax.sharey(axes[0][0])
     plot_df = lo[(lo.k == k_max) | (lo.probe == "cosine")]
-    order = list(TRANSFORMS)
-    colours = TRANSFORM_COLOURS
     for ax, probe in zip(axes[0][:n_p], ["cosine" if p == "raw" else p for p in probes]):
         sub = plot_df[plot_df.probe == probe]
         x = np.arange(len(labels))
-        for j, t in enumerate(order):
+        for j, t in enumerate(TRANSFORMS):
             s = sub[sub["transform"] == t].set_index("encoder").reindex(labels)
-            ax.bar(x + (j - 1) * 0.27, 100 * s.tar, 0.27, color=colours[t], label=t,
+            ax.bar(x + (j - 1) * 0.27, 100 * s.tar, 0.27, color=TRANSFORM_COLOURS[t], label=t,
                    yerr=[100 * (s.tar - s.tar_low), 100 * (s.tar_high - s.tar)], capsize=2, error_kw={"lw": 0.7})
         ax.axhline(100 * far, color="k", ls=":", lw=0.8, label=f"chance (= FAR {far:g})")
         ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=8)
@@ -61,9 +60,9 @@ def plot_leakage(lo: pd.DataFrame, leak: pd.DataFrame, labels: Sequence[str], *,
     ax = axes[0][n_p]
     pap = list(X.PAPER_RIDGE_TAR.items())
     xp = np.arange(len(pap))
-    for j, (t, col) in enumerate(zip(order, ("k16_raw", "k16_ispw", "k16_ispx"))):
+    for j, (t, col) in enumerate(zip(TRANSFORMS, _PAPER_COLUMNS)):
         vals = [np.nan if v.get(col) is None else v[col] for _, v in pap]
-        ax.bar(xp + (j - 1) * 0.27, vals, 0.27, color=colours[t], label=t, hatch="//", edgecolor="white")
+        ax.bar(xp + (j - 1) * 0.27, vals, 0.27, color=TRANSFORM_COLOURS[t], label=t, hatch="//", edgecolor="white")
     ax.axhline(100 * 1e-4, color="k", ls=":", lw=0.8)
     ax.set_xticks(xp, [e for e, _ in pap], rotation=60, ha="right", fontsize=8)
     ax.set(yscale="symlog", ylim=(0, 100), title="paper: ridge, k = 16, FAR 1e-4\n(CelebA-20; no intervals given)")
@@ -71,7 +70,7 @@ def plot_leakage(lo: pd.DataFrame, leak: pd.DataFrame, labels: Sequence[str], *,
                  f"CIs; ISP rank r = {isp_rank}; ISP-W fitted on {dataset}, ISP-X on {other_dataset}", fontsize=9)
     fig.tight_layout()
     paper_long = pd.DataFrame([{"encoder": e, "transform": t, "tar": (v.get(c) or np.nan) / 100, "source": "paper"}
-                               for e, v in pap for t, c in zip(order, ("k16_raw", "k16_ispw", "k16_ispx"))])
+                               for e, v in pap for t, c in zip(TRANSFORMS, _PAPER_COLUMNS)])
     return fig, pd.concat([leak.assign(source="privkit"), paper_long], ignore_index=True)
 
 

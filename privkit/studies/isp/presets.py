@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 
-
 @dataclass(frozen=True)
 class IspConfig:
     """Everything the scale decides in the ISP notebook.
@@ -85,11 +84,12 @@ class IspConfig:
 #: The ridge λ grid at the embedded scales: decades from 1e-3 to 1e3 (the paper: "a log grid 1e-3 … 1e3").
 _DECADES = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0)
 
-_ALL_DEFAULT = (
-    "dlib-resnet-fr:box", "faceres:box", "mobileface:box", "age-gender:box", "mtcnn-onet:box",
-    "efficientnet-lite0:image", "movenet-features:image", "ssl-small:image", "mtcnn-onet:image", "pixels:image",
-    "pdq:image", "phash:image",
-)
+#: B*'s revealed background fractions at the default and paper scales: 0, 0.1, ..., 1.
+_BETAS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+_ALL_DEFAULT = ("dlib-resnet-fr:box", "faceres:box", "mobileface:box", "age-gender:box", "mtcnn-onet:box",
+                "efficientnet-lite0:image", "movenet-features:image", "ssl-small:image", "mtcnn-onet:image",
+                "pixels:image", "pdq:image", "phash:image")
 
 SMOKE = IspConfig(
     face_set="lfw-subset-views", transfer_set="synthfaces",
@@ -101,24 +101,21 @@ SMOKE = IspConfig(
     n_boot=50, ridge_lambdas=_DECADES, mlp_epochs=5, mlp_patience=2, knn_k=5, copy_references=12, imagenet_views=2,
     attribution_encoders=("pixels:image",), fii_images=16, fii_sigma=4.0, fii_regions=2, fcr_bins=2,
     cpi_sigmas=(0.0, 4.0), cpi_queries=16, bstar_pairs=8, bstar_betas=(0.0, 0.5, 1.0),
-    inversion_encoders=("pixels:image",), inversion_targets=3, inversion_epochs=2,
-    inversion_steps=5, inversion_resolution=16, inversion_margin=0.2, inversion_attacks=("ridge", "conv"),
-    inversion_fr_contrast=False,
+    inversion_encoders=("pixels:image",), inversion_targets=3, inversion_epochs=2, inversion_steps=5,
+    inversion_resolution=16, inversion_margin=0.2, inversion_attacks=("ridge", "conv"), inversion_fr_contrast=False,
     reference_far=0.25,
 )
 DEFAULT = IspConfig(
     face_set="portraits-views", transfer_set="lfw-subset-views",
     n_identities=609, images_per_identity=4, transfer_identities=100, transfer_images=4, face_size=96,
-    context_leakage=0.5, split_counts=(259, 150, 200),
-    encoders=_ALL_DEFAULT,
+    context_leakage=0.5, split_counts=(259, 150, 200), encoders=_ALL_DEFAULT,
     probes=("raw", "ridge", "mlp"), ks=(1, 4), fars=(1e-2, 1e-3, 1e-4),
     isp_rank=16, ranks=(1, 2, 4, 8, 16, 32, 64, 128, 258), baseline_ranks=(16, 64),
     n_boot=200, ridge_lambdas=_DECADES, mlp_epochs=40, mlp_patience=5, knn_k=20, copy_references=400, imagenet_views=20,
     attribution_encoders=("efficientnet-lite0:image", "movenet-features:image", "ssl-small:image", "pixels:image",
                           "mtcnn-onet:image", "pdq:image", "phash:image"),
     fii_images=80, fii_sigma=4.0, fii_regions=4, fcr_bins=4,
-    cpi_sigmas=(0.0, 1.0, 2.0, 4.0, 8.0), cpi_queries=120, bstar_pairs=60,
-    bstar_betas=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+    cpi_sigmas=(0.0, 1.0, 2.0, 4.0, 8.0), cpi_queries=120, bstar_pairs=60, bstar_betas=_BETAS,
     inversion_encoders=("efficientnet-lite0:image", "ssl-small:image"), inversion_targets=40,
     inversion_epochs=30, inversion_steps=25, inversion_resolution=32, inversion_margin=0.2,
     inversion_attacks=("ridge", "conv", "optimisation"), inversion_fr_contrast=True, reference_far=1e-3,
@@ -130,11 +127,11 @@ PAPER = IspConfig(
     encoders=("dlib-resnet-fr:box", "clip-vit-b16:image", "dinov2-vitb14:image", "sscd:image"),
     probes=("raw", "ridge", "mlp"), ks=(1, 4, 16), fars=(1e-3, 1e-4, 1e-5, 1e-6),
     isp_rank=16, ranks=(1, 2, 4, 8, 16, 32, 64, 128, 319), baseline_ranks=(16, 64, 319),
-    n_boot=1000, ridge_lambdas=tuple(10.0 ** (e / 2) for e in range(-6, 7)), mlp_epochs=50, mlp_patience=5, knn_k=20, copy_references=1600, imagenet_views=20,
+    n_boot=1000, ridge_lambdas=tuple(10.0 ** (e / 2) for e in range(-6, 7)), mlp_epochs=50, mlp_patience=5, knn_k=20,
+    copy_references=1600, imagenet_views=20,
     attribution_encoders=("clip-vit-b16:image", "dinov2-vitb14:image", "sscd:image"),
     fii_images=1000, fii_sigma=8.0, fii_regions=4, fcr_bins=5,
-    cpi_sigmas=(0.0, 2.0, 4.0, 8.0, 16.0), cpi_queries=1000, bstar_pairs=500,
-    bstar_betas=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+    cpi_sigmas=(0.0, 2.0, 4.0, 8.0, 16.0), cpi_queries=1000, bstar_pairs=500, bstar_betas=_BETAS,
     inversion_encoders=("clip-vit-b16:image", "dinov2-vitb14:image"), inversion_targets=80,
     inversion_epochs=60, inversion_steps=200, inversion_resolution=64, inversion_margin=0.2,
     inversion_attacks=("ridge", "conv", "optimisation"), inversion_fr_contrast=True, reference_far=1e-3,
@@ -160,10 +157,7 @@ ARTEFACTS = (
 #: The paper path (CelebA, VGGFace2, CLIP, DINOv2, SSCD from ``--data-root``) at smoke sizes, on the rehearsal root
 #: that ``python -m privkit rehearsal-root`` writes (40 identities x 4 images): every paper branch runs, the
 #: numbers mean nothing.
-REHEARSAL = replace(
-    SMOKE, face_set="celeba", transfer_set="vggface2", n_identities=20, images_per_identity=4,
-    transfer_identities=10, transfer_images=4, split_counts=(10, 5, 5),
-    encoders=PAPER.encoders, attribution_encoders=("clip-vit-b16:image",),
-    inversion_encoders=("dinov2-vitb14:image",),
-)
+REHEARSAL = replace(SMOKE, face_set="celeba", transfer_set="vggface2", n_identities=20, images_per_identity=4,
+                    transfer_identities=10, transfer_images=4, split_counts=(10, 5, 5), encoders=PAPER.encoders,
+                    attribution_encoders=("clip-vit-b16:image",), inversion_encoders=("dinov2-vitb14:image",))
 PRESETS = {"smoke": SMOKE, "default": DEFAULT, "paper": PAPER, "rehearsal": REHEARSAL}

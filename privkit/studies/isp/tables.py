@@ -27,26 +27,10 @@ from privkit.studies.isp import experiments as X
 from privkit.studies.isp.presets import IspConfig
 
 __all__ = [
-    "EmbeddedEncoders",
-    "LeakageStudy",
-    "RankSweep",
-    "InversionRun",
-    "embed_encoders",
-    "leakage_study",
-    "leakage_wide",
-    "format_leakage",
-    "paper_reference_table",
-    "paired_leakage",
-    "describe_paired_leakage",
-    "raw_leakers",
-    "attribution_study",
-    "rank_sweep",
-    "utility_summary",
-    "baseline_table",
-    "subspace_table",
-    "inversion_roles",
-    "run_inversion",
-    "format_inversion",
+    "EmbeddedEncoders", "LeakageStudy", "RankSweep", "InversionRun", "embed_encoders", "leakage_study", "leakage_wide",
+    "format_leakage", "paper_reference_table", "paired_leakage", "describe_paired_leakage", "raw_leakers",
+    "attribution_study", "rank_sweep", "utility_summary", "baseline_table", "subspace_table", "inversion_roles",
+    "run_inversion", "format_inversion",
 ]
 
 Split = tuple[torch.Tensor, torch.Tensor]
@@ -152,11 +136,9 @@ def leakage_study(cfg: IspConfig, labels: Sequence[str], splits: Mapping[str, Ma
     for lab in labels:
         tr_emb, tr_id = splits[lab]["train"]
         d = tr_emb.shape[1]
-        fits[lab] = {
-            # fitted once at the full numerical rank (≤ min(d, m − 1)) and cut to every rank of the sweep
-            "ISP-W": X.fit_eraser("isp", tr_emb, tr_id, rank=None),
-            "ISP-X": X.fit_eraser("isp", emb_other[lab], other_identity, rank=min(cfg.isp_rank, r_max_x, d)),
-        }
+        # ISP-W fitted once at the full numerical rank (≤ min(d, m − 1)) and cut to every rank of the sweep
+        fits[lab] = {"ISP-W": X.fit_eraser("isp", tr_emb, tr_id, rank=None),
+                     "ISP-X": X.fit_eraser("isp", emb_other[lab], other_identity, rank=min(cfg.isp_rank, r_max_x, d))}
         r_main = min(cfg.isp_rank, fits[lab]["ISP-W"].rank, fits[lab]["ISP-X"].rank)
         projectors[lab] = {k: X.truncate_eraser(v, r_main) for k, v in fits[lab].items()}
         tr = {"raw": None, **projectors[lab]}
@@ -166,8 +148,7 @@ def leakage_study(cfg: IspConfig, labels: Sequence[str], splits: Mapping[str, Ma
         if "mlp" in cfg.probes:  # the MLP only at the largest k: with one shot per identity it has nothing to learn
             t2, _ = X.verification_table(splits[lab], tr, probes=("mlp",), ks=(max(cfg.ks),), fars=cfg.fars,
                                          n_boot=cfg.n_boot, seed=seed,
-                                         mlp_options=MLPOptions(max_epochs=cfg.mlp_epochs,
-                                                                     patience=cfg.mlp_patience))
+                                         mlp_options=MLPOptions(max_epochs=cfg.mlp_epochs, patience=cfg.mlp_patience))
             t = pd.concat([t, t2], ignore_index=True)
         t.insert(0, "encoder", lab)
         t.insert(1, "rank", r_main)
@@ -221,16 +202,16 @@ def paper_reference_table(lo: pd.DataFrame, labels: Sequence[str], *, ks: Sequen
         raise InvalidArgumentError("ks must not be empty")
     k_max = max(ks)
     paper = pd.DataFrame([{"source": "paper (CelebA-20, FAR 1e-4, k=16)", "encoder": e, "far": 1e-4, "k_max": 16,
-                           **{c: v for c, v in vals.items()}} for e, vals in X.PAPER_RIDGE_TAR.items()])
+                           **vals} for e, vals in X.PAPER_RIDGE_TAR.items()])
     paper = paper.rename(columns={"k16_raw": "kmax_raw", "k16_ispw": "kmax_ispw", "k16_ispx": "kmax_ispx"})
+    cells = {"k1_raw": ("raw", min(ks)), "k1_ispw": ("ISP-W", min(ks)), "kmax_raw": ("raw", k_max),
+             "kmax_ispw": ("ISP-W", k_max), "kmax_ispx": ("ISP-X", k_max)}
     ours = []
     ridge = lo[lo.probe == "ridge"]
     for lab in labels:
         r = ridge[ridge.encoder == lab].set_index(["transform", "k"]).tar * 100
         ours.append({"source": f"privkit ({dataset}, FAR {far:g}, k={k_max})", "encoder": lab, "far": far,
-                     "k_max": k_max, "k1_raw": r.get(("raw", min(ks)), np.nan),
-                     "k1_ispw": r.get(("ISP-W", min(ks)), np.nan), "kmax_raw": r.get(("raw", k_max), np.nan),
-                     "kmax_ispw": r.get(("ISP-W", k_max), np.nan), "kmax_ispx": r.get(("ISP-X", k_max), np.nan)})
+                     "k_max": k_max, **{c: r.get(cell, np.nan) for c, cell in cells.items()}})
     table2 = pd.concat([paper, pd.DataFrame(ours)], ignore_index=True)
     if min(ks) == k_max:
         table2.loc[table2.source.str.startswith("privkit"), ["k1_raw", "k1_ispw"]] = np.nan
@@ -330,11 +311,10 @@ def attribution_study(cfg: IspConfig, encoders: Mapping[str, Any], pool: FaceSet
                         "never_flipped": b.never_flipped})
     if not summary:
         raise InsufficientDataError("no attribution encoder of the preset is loaded")
-    out = {"table3": pd.DataFrame(summary), "fii": pd.concat(fii_rows, ignore_index=True),
-           "cpi": (pd.concat(cpi_rows, ignore_index=True) if cpi_rows
-                   else pd.DataFrame(columns=["sigma", "cpi", "sem", "encoder"])),
-           "bstar": pd.concat(bstar_rows, ignore_index=True)}
-    return out, notes
+    cpi = (pd.concat(cpi_rows, ignore_index=True) if cpi_rows
+           else pd.DataFrame(columns=["sigma", "cpi", "sem", "encoder"]))
+    return {"table3": pd.DataFrame(summary), "fii": pd.concat(fii_rows, ignore_index=True), "cpi": cpi,
+            "bstar": pd.concat(bstar_rows, ignore_index=True)}, notes
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -365,17 +345,23 @@ def _imagenet_agreement(encoder: Any, transforms: Mapping[tuple[str, int], Any],
     rows = []
     with torch.no_grad():
         pooled = encoder.pooled_features(photo_views)
+    photos = [torch.from_numpy(photo_names == ph) for ph in dict.fromkeys(photo_names)]
     for (m, r), fn in transforms.items():
-        per_photo = []
-        for ph in dict.fromkeys(photo_names):
-            sel = torch.from_numpy(photo_names == ph)
-            per_photo.append(imagenet_top1_retention(encoder, None, fn, pooled=pooled[sel])["top1_agreement"])
-        per_photo = np.array(per_photo)
+        per_photo = np.array([imagenet_top1_retention(encoder, None, fn, pooled=pooled[sel])["top1_agreement"]
+                              for sel in photos])
         boot = np.random.default_rng(seed).choice(per_photo, size=(2000, len(per_photo))).mean(1)
         rows.append({"encoder": label, "method": m, "rank": r, "agreement": per_photo.mean(),
                      "agreement_low": np.quantile(boot, 0.025), "agreement_high": np.quantile(boot, 0.975),
                      "n": int(pooled.shape[0]), "photos": len(per_photo)})
     return rows
+
+
+def _tag(table: pd.DataFrame, key: Mapping[str, tuple[str, int]], label: str) -> pd.DataFrame:
+    """``table`` with the method and rank of each transform name (``key``) and the encoder ``label`` in front."""
+    table["method"] = [key[v][0] for v in table["transform"]]
+    table["rank"] = [key[v][1] for v in table["transform"]]
+    table.insert(0, "encoder", label)
+    return table
 
 
 def rank_sweep(cfg: IspConfig, labels: Sequence[str], *, faces: FaceSet, masks: Mapping[str, torch.Tensor],
@@ -407,12 +393,11 @@ def rank_sweep(cfg: IspConfig, labels: Sequence[str], *, faces: FaceSet, masks: 
     for lab in labels:
         name, mode = lab.split(" ")[0], lab.split("[")[1].rstrip("]")
         tr_emb, tr_id = splits[lab]["train"]
-        transforms = {}
-        fitted = fits[lab]["ISP-W"]
-        for r in sorted({min(r, fitted.rank) for r in cfg.ranks}):
-            transforms[("ISP-W", r)] = X.truncate_eraser(fitted, r)
+        isp_w = fits[lab]["ISP-W"]
+        transforms = {("ISP-W", r): X.truncate_eraser(isp_w, r)
+                      for r in sorted({min(r, isp_w.rank) for r in cfg.ranks})}
+        r_top = min(max(cfg.baseline_ranks), isp_w.rank)
         for method in ("leace", "inlp"):
-            r_top = min(max(cfg.baseline_ranks), fits[lab]["ISP-W"].rank)
             try:
                 fitted = X.fit_eraser(method, tr_emb, tr_id, rank=r_top)
             except PrivkitError as err:
@@ -424,17 +409,11 @@ def rank_sweep(cfg: IspConfig, labels: Sequence[str], *, faces: FaceSet, masks: 
         t, _ = X.verification_table(splits[lab], {"raw": None, **named}, probes=("ridge",), ks=(k_max,), fars=(far,),
                                     n_boot=cfg.n_boot, seed=seed, ridge_lambdas=cfg.ridge_lambdas)
         key = {"raw": ("raw", 0), **{f"{m} r={r}": (m, r) for (m, r) in transforms}}
-        t["method"] = [key[v][0] for v in t["transform"]]
-        t["rank"] = [key[v][1] for v in t["transform"]]
-        t.insert(0, "encoder", lab)
-        sweep.append(t)
+        sweep.append(_tag(t, key, lab))
         knn = (emb[lab][bank_m], {a: v[bank_m] for a, v in faces.attributes.items()},
                emb[lab][query_m], {a: v[query_m] for a, v in faces.attributes.items()})
-        cd = None
-        if mode == "image":
-            enc = encoders[name]
-            cd = (emb[lab][ref_idx], enc.embed(copies).float().cpu())
-        r_lin = min(cfg.isp_rank, fits[lab]["ISP-W"].rank)
+        cd = (emb[lab][ref_idx], encoders[name].embed(copies).float().cpu()) if mode == "image" else None
+        r_lin = min(cfg.isp_rank, isp_w.rank)
         # the linear probe (a full L-BFGS fit per attribute) at the main rank, for the general-purpose encoders
         lin_names = ([n_ for n_, (m, r) in zip(named, transforms) if r == r_lin]
                      if encoders[name].kind == "general" else [])
@@ -443,10 +422,7 @@ def rank_sweep(cfg: IspConfig, labels: Sequence[str], *, faces: FaceSet, masks: 
             isp_x = projectors[lab]["ISP-X"]
             imnet += _imagenet_agreement(encoders[name], {**transforms, ("ISP-X", isp_x.rank): isp_x}, photo_views,
                                          photo_names, label=lab, seed=seed)
-        u["method"] = [key[v][0] for v in u["transform"]]
-        u["rank"] = [key[v][1] for v in u["transform"]]
-        u.insert(0, "encoder", lab)
-        util.append(u)
+        util.append(_tag(u, key, lab))
     return RankSweep(pd.concat(sweep, ignore_index=True), pd.concat(util, ignore_index=True), pd.DataFrame(imnet),
                      notes)
 
@@ -554,21 +530,23 @@ def run_inversion(cfg: IspConfig, *, faces: FaceSet, masks: Mapping[str, torch.T
         torch.randint(int((faces.identity[test_idx] == i).sum()), (1,), generator=g)] for i in test_ids]).flatten()
     aux = torch.nonzero(masks["train"]).flatten()
     attacked, skipped = {}, []
+
+    def attack(lab: str, name: str | None, mode: str) -> None:
+        """The raw and ISP-W embeddings of ``lab``, through the encoder ``name`` (None: no module to differentiate)."""
+        for cond, proj in (("raw", None), ("ISP-W", projectors[lab]["ISP-W"])):
+            fn = (lambda z: z) if proj is None else proj
+            module = None if name is None else X.ProjectedEncoder(encoders[name], proj)
+            attacked[f"{lab} {cond}"] = X.AttackedEncoder(module, fn(emb[lab][aux]), fn(emb[lab][tgt]), mode)
+
     for spec in cfg.inversion_encoders:
         name, mode = spec.split(":")
         lab = f"{name} [{mode}]"
         if lab not in emb:
             skipped.append(f"skipping {lab}: not available")
             continue
-        for cond, proj in (("raw", None), ("ISP-W", projectors[lab]["ISP-W"])):
-            fn = (lambda z: z) if proj is None else proj
-            attacked[f"{lab} {cond}"] = X.AttackedEncoder(X.ProjectedEncoder(encoders[name], proj),
-                                                          fn(emb[lab][aux]), fn(emb[lab][tgt]), mode)
+        attack(lab, name, mode)
     if cfg.inversion_fr_contrast and contrast_lab is not None:
-        for cond, proj in (("raw", None), ("ISP-W", projectors[contrast_lab]["ISP-W"])):
-            fn = (lambda z: z) if proj is None else proj
-            attacked[f"{contrast_lab} {cond}"] = X.AttackedEncoder(None, fn(emb[contrast_lab][aux]),
-                                                                   fn(emb[contrast_lab][tgt]))
+        attack(contrast_lab, None, "image")
     data = X.InversionTargets(faces.images[aux], faces.box[aux], faces.identity[aux], faces.images[tgt],
                               faces.box[tgt], target_identities=faces.identity[tgt])
     settings = X.InversionSettings(crop_size=cfg.inversion_resolution, crop_margin=cfg.inversion_margin,
