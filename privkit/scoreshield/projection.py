@@ -72,15 +72,8 @@ from .._validate import check_choice, check_int, check_positive, check_tensor
 from ..device import resolve_device
 from ..errors import ConvergenceError, ShapeError
 
-__all__ = [
-    "symmetric_from_upper",
-    "NearestCorrelationDiagnostics",
-    "nearest_correlation",
-    "clip_to_correlation",
-    "correlation_residuals",
-    "METHODS",
-    "DEFAULT_MAX_ITER",
-]
+__all__ = ["symmetric_from_upper", "NearestCorrelationDiagnostics", "nearest_correlation", "clip_to_correlation",
+           "correlation_residuals", "METHODS", "DEFAULT_MAX_ITER"]
 
 Method = Literal["newton", "dykstra", "aap"]
 METHODS: tuple[str, ...] = ("newton", "dykstra", "aap")
@@ -177,12 +170,11 @@ def _prepare(A: torch.Tensor, device: str | torch.device | None) -> tuple[torch.
     return G.reshape(-1, n, n), batch_shape
 
 
-def _psd_part(G: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(G)₊ by one eigendecomposition; also returns eigenvalues and vectors."""
+def _psd_part(G: torch.Tensor) -> torch.Tensor:
+    """(G)₊ by one eigendecomposition."""
     lam, P = torch.linalg.eigh(G)
-    lam_pos = lam.clamp_min(0.0)
-    X = (P * lam_pos.unsqueeze(-2)) @ P.transpose(-1, -2)
-    return 0.5 * (X + X.transpose(-1, -2)), lam, P
+    X = (P * lam.clamp_min(0.0).unsqueeze(-2)) @ P.transpose(-1, -2)
+    return 0.5 * (X + X.transpose(-1, -2))
 
 
 def _rescale_unit_diagonal(X: torch.Tensor) -> torch.Tensor:
@@ -232,26 +224,13 @@ def correlation_residuals(X: torch.Tensor) -> dict[str, float]:
     }
 
 
-def _finish(
-    X: torch.Tensor,
-    G: torch.Tensor,
-    A: torch.Tensor,
-    batch_shape: tuple[int, ...],
-    *,
-    verify: bool,
-    **fields,
-) -> tuple[torch.Tensor, NearestCorrelationDiagnostics]:
+def _finish(X: torch.Tensor, G: torch.Tensor, A: torch.Tensor, batch_shape: tuple[int, ...], *, verify: bool,
+            **fields) -> tuple[torch.Tensor, NearestCorrelationDiagnostics]:
     n = X.shape[-1]
-    diag_err = float((torch.diagonal(X, dim1=-2, dim2=-1) - 1).abs().max())
-    min_eig = float(torch.linalg.eigvalsh(X).min()) if verify else None
-    dist = float(torch.linalg.vector_norm(X - G))
     diag = NearestCorrelationDiagnostics(
-        max_diag_error=diag_err,
-        min_eigenvalue=min_eig,
-        distance=dist,
-        batch_size=X.shape[0],
-        **fields,
-    )
+        max_diag_error=float((torch.diagonal(X, dim1=-2, dim2=-1) - 1).abs().max()),
+        min_eigenvalue=float(torch.linalg.eigvalsh(X).min()) if verify else None,
+        distance=float(torch.linalg.vector_norm(X - G)), batch_size=X.shape[0], **fields)
     out = symmetric_from_upper(X.reshape(*batch_shape, n, n).to(device=A.device, dtype=A.dtype))
     return out, diag
 
@@ -261,13 +240,8 @@ def _finish(
 # ----------------------------------------------------------------------------------------
 
 
-def clip_to_correlation(
-    A: torch.Tensor,
-    *,
-    device: str | torch.device | None = None,
-    return_diagnostics: bool = False,
-    verify: bool = True,
-) -> torch.Tensor | tuple[torch.Tensor, NearestCorrelationDiagnostics]:
+def clip_to_correlation(A: torch.Tensor, *, device: str | torch.device | None = None, return_diagnostics: bool = False,
+                        verify: bool = True) -> torch.Tensor | tuple[torch.Tensor, NearestCorrelationDiagnostics]:
     """Cheap feasible correction: clip negative eigenvalues, then rescale to a unit diagonal.
 
     One float64 eigendecomposition per matrix.  This is exactly the final step
@@ -284,12 +258,9 @@ def clip_to_correlation(
         The projected matrix (dtype and device of ``A``), and the diagnostics if asked.
     """
     G, batch_shape = _prepare(A, device)
-    X, _, _ = _psd_part(G)
-    X = _rescale_unit_diagonal(X)
-    out, diag = _finish(
-        X, G, A, batch_shape, verify=verify and return_diagnostics,
-        method="clip", converged=True, iterations=1, eigendecompositions=G.shape[0],
-    )
+    X = _rescale_unit_diagonal(_psd_part(G))
+    out, diag = _finish(X, G, A, batch_shape, verify=verify and return_diagnostics, method="clip", converged=True,
+                        iterations=1, eigendecompositions=G.shape[0])
     return (out, diag) if return_diagnostics else out
 
 
@@ -304,22 +275,37 @@ def _box_projection(Y: torch.Tensor) -> torch.Tensor:
     return Q
 
 
-def _aap(G: torch.Tensor, tol: float, max_iter: int) -> tuple[torch.Tensor, dict]:
+def _sweep_until(G: torch.Tensor, tol: float, max_iter: int, n_criteria: int, sweep) -> tuple[dict, torch.Tensor]:
+    """Repeat ``sweep(idx)`` on the matrices ``idx`` of the batch ``G`` that have not met the stopping rule yet.
+
+    ``sweep`` updates its iterates in place and returns its stopping criteria, shape ``(n_criteria, len(idx))``
+    (the first one the relative change); a matrix stops when all of them are <= ``tol``.  Returns the diagnostics
+    the sweeping solvers share (one eigendecomposition per matrix per sweep) and each matrix's last criteria,
+    shape ``(n_criteria, B)``.
+    """
     B = G.shape[0]
-    S = G.clone()
     active = torch.ones(B, dtype=torch.bool, device=G.device)
     iters = torch.zeros(B, dtype=torch.long)
-    eighs = 0
-    last_change = torch.full((B,), float("inf"), dtype=torch.float64)
-    last_gap = torch.full((B,), float("inf"), dtype=torch.float64)
+    last = torch.full((n_criteria, B), float("inf"), dtype=torch.float64)
     for _ in range(max_iter):
         idx = active.nonzero().flatten()
         if idx.numel() == 0:
             break
+        criteria = sweep(idx)
+        iters[idx.cpu()] += 1
+        last[:, idx.cpu()] = criteria.cpu()
+        active[idx[(criteria <= tol).all(dim=0)]] = False
+    return {"converged": not bool(active.any()), "iterations": int(iters.max()),
+            "eigendecompositions": int(iters.sum()), "relative_change": float(last[0].max())}, last
+
+
+def _aap(G: torch.Tensor, tol: float, max_iter: int) -> tuple[torch.Tensor, dict]:
+    S = G.clone()
+
+    def sweep(idx: torch.Tensor) -> torch.Tensor:
         St = S[idx]
         Y = 0.5 * (St + St.transpose(-1, -2))
-        P, _, _ = _psd_part(Y)
-        eighs += idx.numel()
+        P = _psd_part(Y)
         Q = _box_projection(Y)
         S_new = 0.5 * (P + Q)
         scale_S = torch.linalg.matrix_norm(St).clamp_min(1.0)
@@ -327,25 +313,13 @@ def _aap(G: torch.Tensor, tol: float, max_iter: int) -> tuple[torch.Tensor, dict
         change = torch.linalg.matrix_norm(S_new - St) / scale_S
         gap = torch.maximum(torch.linalg.matrix_norm(Y - P), torch.linalg.matrix_norm(Y - Q)) / scale_Y
         S[idx] = S_new
-        iters[idx.cpu()] += 1
-        last_change[idx.cpu()] = change.cpu()
-        last_gap[idx.cpu()] = gap.cpu()
-        done = (change <= tol) & (gap <= tol)
-        active[idx[done]] = False
-    converged = not bool(active.any())
-    # Final step (Algorithm 3, step 3): PSD projection, guard, diagonal rescale.
-    Sf = 0.5 * (S + S.transpose(-1, -2))
-    X, _, _ = _psd_part(Sf)
-    eighs += B
-    X = _rescale_unit_diagonal(X)
-    info = {
-        "converged": converged,
-        "iterations": int(iters.max()),
-        "eigendecompositions": eighs,
-        "relative_change": float(last_change.max()),
-        "extra": {"feasibility_gap": float(last_gap.max())},
-    }
-    return X, info
+        return torch.stack([change, gap])
+
+    info, last = _sweep_until(G, tol, max_iter, 2, sweep)
+    # Final step (Algorithm 3, step 3): PSD projection, guard, diagonal rescale (one more eigendecomposition each).
+    X = _rescale_unit_diagonal(_psd_part(0.5 * (S + S.transpose(-1, -2))))
+    info["eigendecompositions"] += G.shape[0]
+    return X, {**info, "extra": {"feasibility_gap": float(last[1].max())}}
 
 
 # ----------------------------------------------------------------------------------------
@@ -354,48 +328,25 @@ def _aap(G: torch.Tensor, tol: float, max_iter: int) -> tuple[torch.Tensor, dict
 
 
 def _dykstra(G: torch.Tensor, tol: float, max_iter: int) -> tuple[torch.Tensor, dict]:
-    B = G.shape[0]
-    Y = G.clone()
-    dS = torch.zeros_like(G)
-    X = torch.zeros_like(G)
-    active = torch.ones(B, dtype=torch.bool, device=G.device)
-    iters = torch.zeros(B, dtype=torch.long)
-    eighs = 0
-    last = torch.full((B,), float("inf"), dtype=torch.float64)
-    for _ in range(max_iter):
-        idx = active.nonzero().flatten()
-        if idx.numel() == 0:
-            break
+    Y, dS, X = G.clone(), torch.zeros_like(G), torch.zeros_like(G)
+
+    def sweep(idx: torch.Tensor) -> torch.Tensor:
         Yi, dSi, Xold = Y[idx], dS[idx], X[idx]
         R = Yi - dSi
-        Xi, _, _ = _psd_part(R)
-        eighs += idx.numel()
+        Xi = _psd_part(R)
         dS[idx] = Xi - R
         Yn = Xi.clone()
         Yn.diagonal(dim1=-2, dim2=-1).fill_(1.0)
         nY = torch.linalg.matrix_norm(Yn)
         nX = torch.linalg.matrix_norm(Xi).clamp_min(torch.finfo(torch.float64).tiny)
-        rel = torch.stack(
-            [
-                torch.linalg.matrix_norm(Xi - Xold) / nX,
-                torch.linalg.matrix_norm(Yn - Yi) / nY,
-                torch.linalg.matrix_norm(Yn - Xi) / nY,  # = ‖diag(X) − 1‖₂ / ‖Y‖: feasibility gap
-            ]
-        ).amax(dim=0)
+        rel = torch.stack([torch.linalg.matrix_norm(Xi - Xold) / nX, torch.linalg.matrix_norm(Yn - Yi) / nY,
+                           torch.linalg.matrix_norm(Yn - Xi) / nY]).amax(dim=0)  # last: ‖diag(X) − 1‖₂ / ‖Y‖, the gap
         X[idx], Y[idx] = Xi, Yn
-        iters[idx.cpu()] += 1
-        last[idx.cpu()] = rel.cpu()
-        active[idx[rel <= tol]] = False
-    converged = not bool(active.any())
+        return rel.unsqueeze(0)
+
+    info, _ = _sweep_until(G, tol, max_iter, 1, sweep)
     # X is exactly PSD and its diagonal is within the tolerance of one: rescale it onto C.
-    out = _rescale_unit_diagonal(X)
-    info = {
-        "converged": converged,
-        "iterations": int(iters.max()),
-        "eigendecompositions": eighs,
-        "relative_change": float(last.max()),
-    }
-    return out, info
+    return _rescale_unit_diagonal(X), info
 
 
 # ----------------------------------------------------------------------------------------
@@ -574,9 +525,7 @@ class _Jacobian:
         return Kh + cross if self.small_positive else h - Kh - cross
 
 
-def _pcg(
-    apply, rhs: torch.Tensor, precond: torch.Tensor, rel_tol: float, max_iter: int
-) -> tuple[torch.Tensor, int]:
+def _pcg(apply, rhs: torch.Tensor, precond: torch.Tensor, rel_tol: float, max_iter: int) -> tuple[torch.Tensor, int]:
     """Preconditioned conjugate gradients for a symmetric positive definite operator."""
     x = torch.zeros_like(rhs)
     r = rhs.clone()
@@ -666,33 +615,21 @@ def _newton_one(G: torch.Tensor, tol: float, max_iter: int, warm_start: bool = T
     Xf = _rescale_unit_diagonal(pt.primal().unsqueeze(0))[0]
     primal = 0.5 * float(torch.linalg.matrix_norm(Xf - G)) ** 2
     dual = 0.5 * float(torch.linalg.matrix_norm(G)) ** 2 - pt.theta
-    info = {
-        "converged": converged,
-        "iterations": it,
-        "eigendecompositions": eighs,
-        "dual_gradient_norm": float(torch.linalg.vector_norm(pt.grad)),
-        "duality_gap": primal - dual,
-        "cg_iterations": cg_total,
-        "warm_start": warm,
-    }
-    return Xf, info
+    return Xf, {"converged": converged, "iterations": it, "eigendecompositions": eighs,
+                "dual_gradient_norm": float(torch.linalg.vector_norm(pt.grad)), "duality_gap": primal - dual,
+                "cg_iterations": cg_total, "warm_start": warm}
+
+
+#: How :func:`_newton` combines the per-matrix diagnostics of a batch.
+_NEWTON_BATCH = {"converged": all, "iterations": max, "eigendecompositions": sum, "dual_gradient_norm": max,
+                 "duality_gap": max, "cg_iterations": sum, "warm_start": all}
 
 
 def _newton(G: torch.Tensor, tol: float, max_iter: int, warm_start: bool = True) -> tuple[torch.Tensor, dict]:
-    outs, infos = [], []
-    for b in range(G.shape[0]):  # the block structure differs per matrix: solve one at a time
-        X, info = _newton_one(G[b], tol, max_iter, warm_start)
-        outs.append(X)
-        infos.append(info)
-    return torch.stack(outs), {
-        "converged": all(i["converged"] for i in infos),
-        "iterations": max(i["iterations"] for i in infos),
-        "eigendecompositions": sum(i["eigendecompositions"] for i in infos),
-        "dual_gradient_norm": max(i["dual_gradient_norm"] for i in infos),
-        "duality_gap": max(i["duality_gap"] for i in infos),
-        "cg_iterations": sum(i["cg_iterations"] for i in infos),
-        "warm_start": all(i["warm_start"] for i in infos),
-    }
+    # the block structure differs per matrix: solve one at a time
+    results = [_newton_one(G[b], tol, max_iter, warm_start) for b in range(G.shape[0])]
+    return torch.stack([X for X, _ in results]), {
+        k: combine(info[k] for _, info in results) for k, combine in _NEWTON_BATCH.items()}
 
 
 # ----------------------------------------------------------------------------------------
@@ -701,14 +638,8 @@ def _newton(G: torch.Tensor, tol: float, max_iter: int, warm_start: bool = True)
 
 
 def nearest_correlation(
-    A: torch.Tensor,
-    *,
-    method: Method = "newton",
-    tol: float = 1e-7,
-    max_iter: int | None = None,
-    device: str | torch.device | None = None,
-    return_diagnostics: bool = False,
-    verify: bool = True,
+    A: torch.Tensor, *, method: Method = "newton", tol: float = 1e-7, max_iter: int | None = None,
+    device: str | torch.device | None = None, return_diagnostics: bool = False, verify: bool = True,
     raise_on_max_iter: bool = True,
 ) -> torch.Tensor | tuple[torch.Tensor, NearestCorrelationDiagnostics]:
     """Project ``A`` onto the correlation matrices {X = Xᵀ ⪰ 0, diag(X) = 1}.
@@ -751,16 +682,11 @@ def nearest_correlation(
     G, batch_shape = _prepare(A, device)
     solver = {"newton": _newton, "dykstra": _dykstra, "aap": _aap}[method]
     X, info = solver(G, tol, max_iter)
-    extra = info.pop("extra", {})
-    out, diag = _finish(
-        X, G, A, batch_shape, verify=verify and (return_diagnostics or not info["converged"]),
-        method=method, extra=extra, **info,
-    )
+    out, diag = _finish(X, G, A, batch_shape, verify=verify and (return_diagnostics or not info["converged"]),
+                        method=method, **info)
     if not diag.converged and raise_on_max_iter:
-        raise ConvergenceError(
-            f"nearest_correlation(method={method!r}) did not meet tol={tol:g} within max_iter={max_iter} "
-            f"iterations (last relative change {diag.relative_change}, dual gradient norm "
-            f"{diag.dual_gradient_norm}); raise max_iter or tol, or pass raise_on_max_iter=False",
-            diagnostics=diag.to_dict(),
-        )
+        raise ConvergenceError(f"nearest_correlation(method={method!r}) did not meet tol={tol:g} within max_iter="
+                               f"{max_iter} iterations (last relative change {diag.relative_change}, dual gradient "
+                               f"norm {diag.dual_gradient_norm}); raise max_iter or tol, or pass "
+                               "raise_on_max_iter=False", diagnostics=diag.to_dict())
     return (out, diag) if return_diagnostics else out

@@ -29,17 +29,8 @@ from ..errors import InvalidArgumentError, ShapeError
 from ..privacy import PrivacyGuarantee
 from .release import ScoreRelease, release_scores
 
-__all__ = [
-    "PAPER_RETRIEVAL_SETTINGS",
-    "RETRIEVAL_NOT_COVERED",
-    "PrivateRetrieval",
-    "retrieve",
-    "gold_mask",
-    "retrieval_recall",
-    "retrieved_count",
-    "private_retrieve",
-    "random_retrieval_recall",
-]
+__all__ = ["PAPER_RETRIEVAL_SETTINGS", "RETRIEVAL_NOT_COVERED", "PrivateRetrieval", "retrieve", "gold_mask",
+           "retrieval_recall", "retrieved_count", "private_retrieve", "random_retrieval_recall"]
 
 #: The paper's (τ, k) retrieval settings: its default (0.35, 20), and (0.25, 50), (0.25, 10).
 PAPER_RETRIEVAL_SETTINGS: tuple[tuple[float, int], ...] = ((0.35, 20), (0.25, 50), (0.25, 10))
@@ -179,18 +170,10 @@ class PrivateRetrieval:
     k: int
 
 
-def private_retrieve(
-    queries: torch.Tensor,
-    chunks: torch.Tensor,
-    *,
-    tau: float,
-    k: int,
-    epsilon: float,
-    delta: float,
-    calibration: Literal["scoreshield", "analytic"] = "analytic",
-    accounting: Literal["joint", "per_query"] = "joint",
-    generator: torch.Generator | None = None,
-) -> PrivateRetrieval:
+def private_retrieve(queries: torch.Tensor, chunks: torch.Tensor, *, tau: float, k: int, epsilon: float, delta: float,
+                     calibration: Literal["scoreshield", "analytic"] = "analytic",
+                     accounting: Literal["joint", "per_query"] = "joint",
+                     generator: torch.Generator | None = None) -> PrivateRetrieval:
     """Release each query's chunk scores with :func:`release_scores`, then apply :func:`retrieve`.
 
     Args:

@@ -30,33 +30,14 @@ import numpy as np
 import torch
 from scipy.optimize import brentq
 
-from .._validate import (
-    check_int,
-    check_nonnegative,
-    check_positive,
-    check_probability,
-    check_real,
-)
+from .._validate import check_int, check_nonnegative, check_positive, check_probability, check_real
 from ..errors import InsufficientDataError, InvalidArgumentError
 from ..metrics import _scores, smallest_resolvable_far
 
-__all__ = [
-    "ThresholdRecalibration",
-    "RecalibrationOffset",
-    "ScoreFamily",
-    "fmr_private",
-    "fmr_floor",
-    "recalibrate_threshold",
-    "recalibration_offset",
-    "flip_probability",
-    "flip_probability_bound",
-    "flip_probability_mc",
-    "acceptance_rate",
-    "gaussian_offset",
-    "roc_shift_bound",
-    "synthetic_score_families",
-    "SCORE_FAMILIES",
-]
+__all__ = ["ThresholdRecalibration", "RecalibrationOffset", "ScoreFamily", "fmr_private", "fmr_floor",
+           "recalibrate_threshold", "recalibration_offset", "flip_probability", "flip_probability_bound",
+           "flip_probability_mc", "acceptance_rate", "gaussian_offset", "roc_shift_bound", "synthetic_score_families",
+           "SCORE_FAMILIES"]
 
 
 #: Scores may exceed 1 in magnitude by float rounding of a cosine; beyond this they are rejected.
@@ -161,9 +142,8 @@ def acceptance_rate(scores: torch.Tensor, threshold: float, *, strict: bool = Tr
     return float(((s > t) if strict else (s >= t)).double().mean())
 
 
-def recalibrate_threshold(
-    impostor_private: torch.Tensor, *, target_fpr: float, strict: bool = True
-) -> ThresholdRecalibration:
+def recalibrate_threshold(impostor_private: torch.Tensor, *, target_fpr: float,
+                          strict: bool = True) -> ThresholdRecalibration:
     """The smallest threshold whose empirical FPR on privatised impostor scores is <= ``target_fpr``.
 
     With N impostor scores and k = ⌊αN⌋ allowed false matches, the strict rule picks the
@@ -181,10 +161,8 @@ def recalibrate_threshold(
     """
     x = _scores("impostor_private", impostor_private)
     if float(x.abs().max()) > 1.0 + _SCORE_SLACK:
-        raise InvalidArgumentError(
-            "impostor_private must hold released (clipped) scores in [-1, 1]; got values up to "
-            f"{float(x.abs().max()):.4g}. Pass ScoreRelease.scores, not .unclipped"
-        )
+        raise InvalidArgumentError("impostor_private must hold released (clipped) scores in [-1, 1]; got values up to "
+                                   f"{float(x.abs().max()):.4g}. Pass ScoreRelease.scores, not .unclipped")
     x = x.clamp(-1.0, 1.0)
     alpha = check_probability("target_fpr", target_fpr)
     N = x.numel()
@@ -196,24 +174,14 @@ def recalibrate_threshold(
     else:
         tau = float(desc[k])
         if not strict:
-            # smallest representable value above the (k+1)-th largest score
-            tau = float(torch.nextafter(desc[k], torch.tensor(math.inf, dtype=torch.float64)))
-    attainable = True
-    if tau >= 1.0 and floor > alpha:
-        attainable = False
-        tau = 1.0 if strict else float(torch.nextafter(torch.tensor(1.0, dtype=torch.float64),
-                                                       torch.tensor(2.0, dtype=torch.float64)))
+            tau = math.nextafter(tau, math.inf)  # smallest representable value above the (k+1)-th largest score
+    attainable = not (tau >= 1.0 and floor > alpha)
+    if not attainable:
+        tau = 1.0 if strict else math.nextafter(1.0, 2.0)
     achieved = float(((x > tau) if strict else (x >= tau)).double().mean())
-    return ThresholdRecalibration(
-        threshold=tau,
-        target_fpr=alpha,
-        achieved_fpr=achieved,
-        attainable=attainable,
-        floor=floor,
-        resolvable=alpha >= smallest_resolvable_far(N) * (1 - 1e-12),
-        n_impostors=N,
-        strict=strict,
-    )
+    return ThresholdRecalibration(threshold=tau, target_fpr=alpha, achieved_fpr=achieved, attainable=attainable,
+                                  floor=floor, resolvable=alpha >= smallest_resolvable_far(N) * (1 - 1e-12),
+                                  n_impostors=N, strict=strict)
 
 
 @dataclass(frozen=True)
@@ -241,9 +209,7 @@ class RecalibrationOffset:
     sigma: float
 
 
-def recalibration_offset(
-    impostor_clean: torch.Tensor, *, sigma: float, target_fpr: float
-) -> RecalibrationOffset:
+def recalibration_offset(impostor_clean: torch.Tensor, *, sigma: float, target_fpr: float) -> RecalibrationOffset:
     """Solve FMR_priv(τ_α + Δτ) = α by 1-D root finding on the empirical clean impostor scores.
 
     Args:
@@ -329,14 +295,8 @@ def flip_probability_bound(s: float | torch.Tensor, tau: float, sigma: float) ->
     return torch.exp(-0.5 * k * k) / (k * math.sqrt(2.0 * math.pi))
 
 
-def flip_probability_mc(
-    s: float | torch.Tensor,
-    tau: float,
-    sigma: float,
-    *,
-    n_samples: int = 100_000,
-    generator: torch.Generator | None = None,
-) -> torch.Tensor:
+def flip_probability_mc(s: float | torch.Tensor, tau: float, sigma: float, *, n_samples: int = 100_000,
+                        generator: torch.Generator | None = None) -> torch.Tensor:
     """Monte-Carlo flip rate: draws ŝ = clip(s + W, −1, 1) and counts 1{ŝ > τ} ≠ 1{s > τ}.
 
     Args:

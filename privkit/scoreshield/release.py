@@ -41,33 +41,13 @@ from dp_accounting import GaussianDpEvent, SelfComposedDpEvent
 
 from .._validate import check_choice, check_delta, check_epsilon, check_positive, check_tensor, check_unit_norm
 from ..errors import InvalidArgumentError, ShapeError
-from ..privacy import (
-    Neighbouring,
-    PrivacyGuarantee,
-    analytic_gaussian_delta,
-    analytic_gaussian_epsilon,
-    gaussian_sigma,
-    make_generator,
-    sample_gaussian,
-)
-from .projection import (
-    NearestCorrelationDiagnostics,
-    clip_to_correlation,
-    correlation_residuals,
-    nearest_correlation,
-    symmetric_from_upper,
-)
+from ..privacy import (Neighbouring, PrivacyGuarantee, analytic_gaussian_delta, analytic_gaussian_epsilon,
+                       gaussian_sigma, make_generator, sample_gaussian)
+from .projection import (NearestCorrelationDiagnostics, clip_to_correlation, correlation_residuals, nearest_correlation,
+                         symmetric_from_upper)
 
-__all__ = [
-    "ScoreRelease",
-    "GramRelease",
-    "release_scores",
-    "release_gram",
-    "record_sensitivity",
-    "QUERY_SENSITIVITY",
-    "SCORE_NEIGHBOURING",
-    "SCORE_PROTECTS",
-]
+__all__ = ["ScoreRelease", "GramRelease", "release_scores", "release_gram", "record_sensitivity", "QUERY_SENSITIVITY",
+           "SCORE_NEIGHBOURING", "SCORE_PROTECTS"]
 
 Calibration = Literal["scoreshield", "analytic"]
 CALIBRATIONS: tuple[str, ...] = ("scoreshield", "analytic")
@@ -163,19 +143,9 @@ def _generator(generator: torch.Generator | None, device: torch.device) -> torch
     return generator
 
 
-def _gaussian_guarantee(
-    *,
-    epsilon: float,
-    delta: float,
-    sigma: float,
-    sensitivity: float,
-    calibration: str,
-    neighbours: Neighbouring,
-    protects: str,
-    event: GaussianDpEvent | SelfComposedDpEvent,
-    processing: tuple[str, ...],
-    extra_notes: tuple[str, ...] = (),
-) -> PrivacyGuarantee:
+def _gaussian_guarantee(*, epsilon: float, delta: float, sigma: float, sensitivity: float, calibration: str,
+                        neighbours: Neighbouring, protects: str, event: GaussianDpEvent | SelfComposedDpEvent,
+                        processing: tuple[str, ...], extra_notes: tuple[str, ...] = ()) -> PrivacyGuarantee:
     """The exact (ε, δ_true) of a Gaussian mechanism with this σ and Δ, next to the request.
 
     ``sensitivity`` is the ℓ2/Frobenius sensitivity of everything ``event`` releases together; ``event``'s
@@ -184,31 +154,17 @@ def _gaussian_guarantee(
     true_delta = analytic_gaussian_delta(epsilon, sigma, sensitivity=sensitivity)
     notes = list(extra_notes)
     if calibration == "scoreshield":
-        notes.append(
-            "σ follows the ScoreShield rule σ = Δ·sqrt(2 ln(2/δ))/ε, a valid (ε, δ) calibration only "
-            "for ε < 1; the δ stated is the exact one for this σ (analytic Gaussian mechanism, "
-            "Balle & Wang 2018)"
-        )
+        notes.append("σ follows the ScoreShield rule σ = Δ·sqrt(2 ln(2/δ))/ε, a valid (ε, δ) calibration only for "
+                     "ε < 1; the δ stated is the exact one for this σ (analytic Gaussian mechanism, Balle & Wang 2018)")
     else:
         notes.append("σ is the smallest that meets the request (analytic Gaussian mechanism, Balle & Wang 2018)")
     if true_delta > delta * (1 + 1e-9):
         eps_at_delta = analytic_gaussian_epsilon(sigma, delta, sensitivity=sensitivity)
-        notes.append(
-            f"the requested δ={delta:.3g} is NOT met at ε={epsilon:g}: the exact δ is {true_delta:.3g}; "
-            f"at δ={delta:.3g} the ε that holds is {eps_at_delta:.4g}"
-        )
-    return PrivacyGuarantee(
-        epsilon=epsilon,
-        delta=true_delta,
-        neighbours=neighbours,
-        protects=protects,
-        event=event,
-        requested_epsilon=epsilon,
-        requested_delta=delta,
-        notes=tuple(notes),
-        processing=(f"{calibration} calibration of σ", *processing),
-        accountant="analytic-gaussian",
-    )
+        notes.append(f"the requested δ={delta:.3g} is NOT met at ε={epsilon:g}: the exact δ is {true_delta:.3g}; "
+                     f"at δ={delta:.3g} the ε that holds is {eps_at_delta:.4g}")
+    return PrivacyGuarantee(epsilon=epsilon, delta=true_delta, neighbours=neighbours, protects=protects, event=event,
+                            requested_epsilon=epsilon, requested_delta=delta, notes=tuple(notes),
+                            processing=(f"{calibration} calibration of σ", *processing), accountant="analytic-gaussian")
 
 
 # ------------------------------------------------------------------------------------------
@@ -216,17 +172,10 @@ def _gaussian_guarantee(
 # ------------------------------------------------------------------------------------------
 
 
-def release_scores(
-    query: torch.Tensor,
-    gallery: torch.Tensor,
-    *,
-    epsilon: float,
-    delta: float,
-    calibration: Calibration = "analytic",
-    generator: torch.Generator | None = None,
-    sensitivity: float = QUERY_SENSITIVITY,
-    accounting: Literal["joint", "per_query"] = "joint",
-) -> ScoreRelease:
+def release_scores(query: torch.Tensor, gallery: torch.Tensor, *, epsilon: float, delta: float,
+                   calibration: Calibration = "analytic", generator: torch.Generator | None = None,
+                   sensitivity: float = QUERY_SENSITIVITY,
+                   accounting: Literal["joint", "per_query"] = "joint") -> ScoreRelease:
     """Release the cosine scores of public queries against a private gallery (ScoreShield Algorithm 1).
 
     ŝ = clip_[−1, 1](E q + w), w ~ N(0, σ² I), with σ from ``calibration`` at the ℓ2
@@ -266,9 +215,8 @@ def release_scores(
     check_tensor("gallery", gallery, ndim=2, floating=True)
     check_tensor("query", query, ndim=(1, 2), floating=True)
     if query.shape[-1] != gallery.shape[-1]:
-        raise ShapeError(
-            f"query and gallery must have the same embedding dimension, got {query.shape[-1]} and {gallery.shape[-1]}"
-        )
+        raise ShapeError(f"query and gallery must have the same embedding dimension, got {query.shape[-1]} and "
+                         f"{gallery.shape[-1]}")
     if gallery.shape[0] < 1:
         raise ShapeError("gallery must hold at least one record")
     if query.device != gallery.device:
@@ -300,47 +248,23 @@ def release_scores(
     if accounting == "per_query" and m > 1:
         neighbours = dataclasses.replace(neighbours, detail="the guarantee holds for each query row separately")
         joint_delta = analytic_gaussian_delta(eps, sigma, sensitivity=sens * math.sqrt(m))
-        notes.append(
-            f"the {m} query rows released together are (ε={eps:g}, δ={joint_delta:.3g})-DP "
-            f"(Gaussian composition, sensitivity Δ√m = {sens * math.sqrt(m):.4g})"
-        )
+        notes.append(f"the {m} query rows released together are (ε={eps:g}, δ={joint_delta:.3g})-DP "
+                     f"(Gaussian composition, sensitivity Δ√m = {sens * math.sqrt(m):.4g})")
     elif m > 1:
         notes.append(f"one guarantee for all {m} query rows together (sensitivity Δ√m = {joint_sens:.4g})")
     if sens < QUERY_SENSITIVITY:
-        notes.append(
-            f"Δ={sens:g} < 2 (ScoreShield's domain-restricted sensitivity): the clean scores were clamped into "
-            f"[{lower:g}, 1] before the noise, so a score below {lower:g} is released as if it were {lower:g}"
-        )
+        notes.append(f"Δ={sens:g} < 2 (ScoreShield's domain-restricted sensitivity): the clean scores were clamped "
+                     f"into [{lower:g}, 1] before the noise, so a score below {lower:g} is released as if it were "
+                     f"{lower:g}")
     guarantee = _gaussian_guarantee(
-        epsilon=eps,
-        delta=dlt,
-        sigma=sigma,
-        sensitivity=joint_sens,
-        calibration=calibration,
-        neighbours=neighbours,
-        protects=SCORE_PROTECTS,
-        event=event,
-        processing=(
-            f"on the clean cosine scores, clamped into [{lower:g}, 1] first (Δ = {sens:g} per query row)",
-            "then clipping to [-1, 1] (post-processing)",
-        ),
-        extra_notes=tuple(notes),
-    )
-    out_dtype = gallery.dtype
-
-    def shape(x: torch.Tensor) -> torch.Tensor:
-        x = x[0] if single else x
-        return x.to(out_dtype)
-
-    return ScoreRelease(
-        scores=shape(released),
-        unclipped=shape(unclipped),
-        guarantee=guarantee,
-        sigma=sigma,
-        sensitivity=sens,
-        calibration=calibration,
-        accounting=accounting,
-    )
+        epsilon=eps, delta=dlt, sigma=sigma, sensitivity=joint_sens, calibration=calibration, neighbours=neighbours,
+        protects=SCORE_PROTECTS, event=event, extra_notes=tuple(notes),
+        processing=(f"on the clean cosine scores, clamped into [{lower:g}, 1] first (Δ = {sens:g} per query row)",
+                    "then clipping to [-1, 1] (post-processing)"))
+    if single:
+        released, unclipped = released[0], unclipped[0]
+    return ScoreRelease(scores=released.to(gallery.dtype), unclipped=unclipped.to(gallery.dtype), guarantee=guarantee,
+                        sigma=sigma, sensitivity=sens, calibration=calibration, accounting=accounting)
 
 
 # ------------------------------------------------------------------------------------------
@@ -348,21 +272,12 @@ def release_scores(
 # ------------------------------------------------------------------------------------------
 
 
-def release_gram(
-    embeddings: torch.Tensor,
-    *,
-    epsilon: float,
-    delta: float,
-    adjacency: Literal["record", "gram"] = "record",
-    delta_g: float | None = None,
-    projection: Literal["nearest", "aap", "clip", "none"] = "nearest",
-    calibration: Calibration = "analytic",
-    generator: torch.Generator | None = None,
-    solver: Literal["newton", "dykstra"] = "newton",
-    tol: float = 1e-7,
-    max_iter: int | None = None,
-    verify: bool = True,
-) -> GramRelease:
+def release_gram(embeddings: torch.Tensor, *, epsilon: float, delta: float,
+                 adjacency: Literal["record", "gram"] = "record", delta_g: float | None = None,
+                 projection: Literal["nearest", "aap", "clip", "none"] = "nearest",
+                 calibration: Calibration = "analytic", generator: torch.Generator | None = None,
+                 solver: Literal["newton", "dykstra"] = "newton", tol: float = 1e-7, max_iter: int | None = None,
+                 verify: bool = True) -> GramRelease:
     """Release a private cosine Gram matrix (ScoreShield Algorithms 2, 3, 5, 6).
 
     S' = E Eᵀ + ½(W + Wᵀ), W_ij ~ N(0, σ²) i.i.d. (so G_ii ~ N(0, σ²), G_ij ~ N(0, σ²/2)),
@@ -428,24 +343,14 @@ def release_gram(
             raise InvalidArgumentError("adjacency='gram' needs delta_g, the Gram adjacency radius Δ_G > 0")
         sens = check_positive("delta_g", delta_g)
         covers = sens >= d_record * (1 - 1e-12)
-        neighbours = Neighbouring(
-            relation="bounded-change", unit="the cosine Gram matrix S", bound=sens, norm="frobenius",
-            detail=(
-                f"Gram/output-space adjacency ||S − S'||_F ≤ Δ_G = {sens:g} — "
-                + (
-                    f"this radius is ≥ 2√(2(n−1)) = {d_record:.4g}, so it also covers record-level replacement"
-                    if covers
-                    else f"NOT record-level privacy unless Δ_G ≥ 2√(2(n−1)) = {d_record:.4g}"
-                )
-            ),
-        )
-        protects = (
-            "each record's embedding" if covers else f"Gram matrices within Frobenius distance {sens:g} of each other"
-        )
-        notes = () if covers else (
-            f"Δ_G = {sens:g} < {d_record:.4g}: replacing one record can move the Gram matrix further than Δ_G, "
-            "so single records are NOT protected at the stated (ε, δ)",
-        )
+        scope = (f"this radius is ≥ 2√(2(n−1)) = {d_record:.4g}, so it also covers record-level replacement" if covers
+                 else f"NOT record-level privacy unless Δ_G ≥ 2√(2(n−1)) = {d_record:.4g}")
+        neighbours = Neighbouring(relation="bounded-change", unit="the cosine Gram matrix S", bound=sens,
+                                  norm="frobenius",
+                                  detail=f"Gram/output-space adjacency ||S − S'||_F ≤ Δ_G = {sens:g} — {scope}")
+        protects = GRAM_RECORD_PROTECTS if covers else f"Gram matrices within Frobenius distance {sens:g} of each other"
+        notes = () if covers else (f"Δ_G = {sens:g} < {d_record:.4g}: replacing one record can move the Gram matrix "
+                                   "further than Δ_G, so single records are NOT protected at the stated (ε, δ)",)
 
     sigma = gaussian_sigma(eps, dlt, sensitivity=sens, method=calibration)
     gen = _generator(generator, embeddings.device)
@@ -462,50 +367,27 @@ def release_gram(
         diagnostics = NearestCorrelationDiagnostics(
             method="none", converged=True, iterations=0, eigendecompositions=0,
             max_diag_error=float((torch.diagonal(noisy, dim1=-2, dim2=-1) - 1).abs().max()),
-            min_eigenvalue=correlation_residuals(noisy)["min_eigenvalue"] if verify else None,
-            distance=0.0, batch_size=B,
-        )
+            min_eigenvalue=correlation_residuals(noisy)["min_eigenvalue"] if verify else None, distance=0.0,
+            batch_size=B)
     elif projection == "clip":
         X, diagnostics = clip_to_correlation(noisy, return_diagnostics=True, verify=verify)
     else:
-        method = solver if projection == "nearest" else "aap"
-        X, diagnostics = nearest_correlation(
-            noisy, method=method, tol=tol, max_iter=max_iter, return_diagnostics=True,
-            raise_on_max_iter=(projection == "nearest"), verify=verify,
-        )
+        X, diagnostics = nearest_correlation(noisy, method=solver if projection == "nearest" else "aap", tol=tol,
+                                             max_iter=max_iter, return_diagnostics=True,
+                                             raise_on_max_iter=(projection == "nearest"), verify=verify)
 
-    proj_text = {
-        "nearest": f"nearest correlation matrix ({solver})",
-        "aap": "averaged alternating projections (ScoreShield Algorithm 3)",
-        "clip": "eigenvalue clipping + unit-diagonal rescale",
-        "none": "no projection",
-    }[projection]
+    proj_text = {"nearest": f"nearest correlation matrix ({solver})",
+                 "aap": "averaged alternating projections (ScoreShield Algorithm 3)",
+                 "clip": "eigenvalue clipping + unit-diagonal rescale", "none": "no projection"}[projection]
     guarantee = _gaussian_guarantee(
-        epsilon=eps,
-        delta=dlt,
-        sigma=sigma,
-        sensitivity=sens,
-        calibration=calibration,
-        neighbours=neighbours,
-        protects=protects,
-        event=GaussianDpEvent(noise_multiplier=sigma / neighbours.scale),
-        processing=(
-            f"symmetric noise ½(W + Wᵀ) on the cosine Gram (Frobenius Δ = {sens:.4g})",
-            f"then {proj_text} (post-processing)",
-        ),
+        epsilon=eps, delta=dlt, sigma=sigma, sensitivity=sens, calibration=calibration, neighbours=neighbours,
+        protects=protects, event=GaussianDpEvent(noise_multiplier=sigma / neighbours.scale),
+        processing=(f"symmetric noise ½(W + Wᵀ) on the cosine Gram (Frobenius Δ = {sens:.4g})",
+                    f"then {proj_text} (post-processing)"),
         extra_notes=notes + ((f"{B} collections, each with independent noise; the guarantee is per collection",)
-                             if B > 1 else ()),
-    )
-    out_dtype = embeddings.dtype
+                             if B > 1 else ()))
     if single:
         X, noisy = X[0], noisy[0]
-    return GramRelease(
-        matrix=X.to(out_dtype),
-        noisy=noisy.to(out_dtype),
-        guarantee=guarantee,
-        sigma=sigma,
-        sensitivity=sens,
-        adjacency=adjacency,
-        projection=projection,
-        diagnostics=diagnostics,
-    )
+    return GramRelease(matrix=X.to(embeddings.dtype), noisy=noisy.to(embeddings.dtype), guarantee=guarantee,
+                       sigma=sigma, sensitivity=sens, adjacency=adjacency, projection=projection,
+                       diagnostics=diagnostics)

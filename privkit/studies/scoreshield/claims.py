@@ -22,20 +22,8 @@ from privkit.studies import claims as C
 from privkit.studies.scoreshield import experiments as X
 from privkit.studies.scoreshield.tables import PROJECTED_RATES
 
-__all__ = [
-    "diff_of_rates",
-    "dprag_claims",
-    "calibration_claims",
-    "scaling_claims",
-    "table1_claims",
-    "impostor_claims",
-    "app_g_claims",
-    "gram_claims",
-    "solver_claims",
-    "audit_claims",
-    "claims_text",
-    "check_invariants",
-]
+__all__ = ["diff_of_rates", "dprag_claims", "calibration_claims", "scaling_claims", "table1_claims", "impostor_claims",
+           "app_g_claims", "gram_claims", "solver_claims", "audit_claims", "claims_text", "check_invariants"]
 
 _NAN3 = (float("nan"),) * 3
 

@@ -16,15 +16,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from privkit._validate import (
-    check_delta,
-    check_epsilon,
-    check_int,
-    check_positive,
-    check_real,
-    check_tensor,
-    check_unit_norm,
-)
+from privkit._validate import (check_delta, check_epsilon, check_int, check_positive, check_real, check_tensor,
+                              check_unit_norm)
 from privkit.errors import InsufficientDataError, InvalidArgumentError
 from privkit.privacy import analytic_gaussian_delta, gaussian_sigma, sample_gaussian, scoreshield_constant
 from privkit.scoreshield.projection import clip_to_correlation, nearest_correlation
@@ -33,39 +26,13 @@ from privkit.metrics import auc, eer, pair_auc, smallest_resolvable_far
 from privkit.scoreshield.recalibration import acceptance_rate, fmr_floor, recalibrate_threshold
 from privkit.scoreshield.release import record_sensitivity, release_gram, release_scores
 
-__all__ = [
-    "PAPER_TABLE1_LFW",
-    "PAPER_TABLE1_IJB",
-    "PAPER_TABLE1_LFW_VITB",
-    "PAPER_TABLE1_IJB_VITB",
-    "PAPER_TABLE1_BACKBONES",
-    "calibration_table",
-    "error_scaling",
-    "verification_pairs",
-    "impostor_pairs",
-    "cv_accuracy",
-    "lfw_protocol_pairs",
-    "template_features",
-    "build_templates",
-    "template_protocol",
-    "template_pairs",
-    "dp_verification",
-    "operating_points",
-    "spectral_nmi",
-    "recall_at_1",
-    "pair_auc",
-    "gram_analytics",
-    "synthetic_ratings",
-    "neighbour_rmse",
-    "recommender_study",
-    "solver_comparison",
-    "audit_score_release",
-    "audit_gram_release",
-    "PAPER_TABLE_I1_DPRAG",
-    "paper_dprag_table",
-    "dp_rag_retrieval",
-    "bootstrap_mean",
-]
+__all__ = ["PAPER_TABLE1_LFW", "PAPER_TABLE1_IJB", "PAPER_TABLE1_LFW_VITB", "PAPER_TABLE1_IJB_VITB",
+           "PAPER_TABLE1_BACKBONES", "calibration_table", "error_scaling", "verification_pairs", "impostor_pairs",
+           "cv_accuracy", "lfw_protocol_pairs", "template_features", "build_templates", "template_protocol",
+           "template_pairs", "dp_verification", "operating_points", "spectral_nmi", "recall_at_1", "pair_auc",
+           "gram_analytics", "synthetic_ratings", "neighbour_rmse", "recommender_study", "solver_comparison",
+           "audit_score_release", "audit_gram_release", "PAPER_TABLE_I1_DPRAG", "paper_dprag_table", "dp_rag_retrieval",
+           "bootstrap_mean"]
 
 #: The paper's LFW verification accuracy (%) with the IR101 backbone at δ = 1e-4 (its Table 1 for
 #: ε ∈ {clean, 100, 70, 35, 20}; appendix Table H.1 for 30, 25 and 15), under its c-calibration.
@@ -81,10 +48,7 @@ PAPER_TABLE1_IJB: dict[str, dict[str, tuple[float, float, float]]] = {
     "100": {"IJBB": (73.18, 83.68, 89.87), "IJBC": (29.36, 76.48, 86.85)},
     "70": {"IJBB": (53.82, 66.66, 78.60), "IJBC": (20.35, 60.17, 75.10)},
     "35": {"IJBB": (0.0, 0.0, 18.01), "IJBC": (0.0, 0.0, 17.60)},
-    "30": {"IJBB": (0.0, 0.0, 0.0), "IJBC": (0.0, 0.0, 0.0)},
-    "25": {"IJBB": (0.0, 0.0, 0.0), "IJBC": (0.0, 0.0, 0.0)},
-    "20": {"IJBB": (0.0, 0.0, 0.0), "IJBC": (0.0, 0.0, 0.0)},
-    "15": {"IJBB": (0.0, 0.0, 0.0), "IJBC": (0.0, 0.0, 0.0)},
+    **{e: {"IJBB": (0.0, 0.0, 0.0), "IJBC": (0.0, 0.0, 0.0)} for e in ("30", "25", "20", "15")},
 }
 
 #: The paper's LFW verification accuracy (%) with the ViT-Base backbone at δ = 1e-4 (its Table 1 for
@@ -100,10 +64,7 @@ PAPER_TABLE1_IJB_VITB: dict[str, dict[str, tuple[float, float, float]]] = {
     "100": {"IJBB": (74.98, 86.14, 91.97), "IJBC": (29.72, 78.45, 88.94)},
     "70": {"IJBB": (52.67, 67.86, 80.93), "IJBC": (35.75, 60.49, 77.05)},
     "35": {"IJBB": (0.0, 0.0, 18.26), "IJBC": (0.0, 0.0, 17.05)},
-    "30": {"IJBB": (0.0, 0.0, 0.0), "IJBC": (0.0, 0.0, 0.0)},
-    "25": {"IJBB": (0.0, 0.0, 0.0), "IJBC": (0.0, 0.0, 0.0)},
-    "20": {"IJBB": (0.0, 0.0, 0.0), "IJBC": (0.0, 0.0, 0.0)},
-    "15": {"IJBB": (0.0, 0.0, 0.0), "IJBC": (0.0, 0.0, 0.0)},
+    **{e: {"IJBB": (0.0, 0.0, 0.0), "IJBC": (0.0, 0.0, 0.0)} for e in ("30", "25", "20", "15")},
 }
 
 #: The paper's two Table 1 backbones (both trained on WebFace4M): name -> (LFW accuracy, IJB-B/C TAR) as above.
@@ -112,59 +73,41 @@ PAPER_TABLE1_BACKBONES: dict[str, tuple[dict[str, float], dict[str, dict[str, tu
     "ViT-B": (PAPER_TABLE1_LFW_VITB, PAPER_TABLE1_IJB_VITB),
 }
 
+# The paper's DP-RAG runs on Google FRAMES (its appendix Table I.1), in its order, grouped by the columns they share:
+# (generator, embedder, k, τ, chunks in the index, oracle-context accuracy, no-retrieval (base) accuracy) ->
+# ((δ, ε, RAG accuracy), ...).
+_PAPER_DPRAG_RUNS = {
+    ("Gemma3-12B", "EG300M", 50, 0.25, 22880, 72.09, 45.87): ((None, None, 55.46),),
+    ("Gemma3-12B", "EG300M", 50, 0.25, 22880, 71.48, 46.36): (
+        (1e-5, 1, 39.44), (1e-3, 10, 40.41), (1e-2, 10, 39.68), (1e-3, 100, 52.31), (1e-2, 100, 54.98)),
+    ("Gemma3-12B", "Q3VL-E2B", 10, 0.25, 6892, 71.48, 46.36): (
+        (None, None, 56.92), (1e-5, 1, 41.63), (1e-6, 1, 42.23), (1e-5, 10, 41.63), (1e-6, 10, 41.75)),
+    ("Gemma3-27B", "EG300M", 20, 0.35, 22880, 72.82, 40.17): ((None, None, 60.92), (1e-5, 1, 39.68), (1e-6, 1, 37.86)),
+    ("Gemma3-4B", "EG300M", 50, 0.25, 22880, 65.66, 49.51): (
+        (1e-3, 10, 46.60), (1e-2, 10, 47.94), (1e-3, 100, 52.18), (1e-2, 100, 52.43)),
+    ("Gemma4-26B-A4B", "EG300M", 20, 0.35, 22880, 73.30, 26.09): (
+        (None, None, 52.55), (1e-5, 1, 4.61), (1e-6, 1, 4.85), (1e-5, 10, 4.61), (1e-6, 10, 4.61)),
+    ("Gemma4-26B-A4B", "EG300M", 50, 0.25, 22880, 73.30, 26.09): (
+        (None, None, 62.26), (1e-5, 1, 5.34), (1e-6, 1, 4.73), (1e-2, 10, 4.85), (1e-6, 10, 6.07), (1e-2, 100, 50.24),
+        (1e-6, 100, 36.04)),
+    ("Gemma4-31B", "EG300M", 20, 0.35, 22880, 80.58, 29.98): ((1e-5, 1, 0.85),),
+    ("Gemma4-31B", "EG300M", 50, 0.25, 22880, 80.58, 29.98): ((None, None, 72.57),),
+    ("Gemma4-E4B", "EG300M", 20, 0.35, 22880, 61.04, 9.83): (
+        (None, None, 41.38), (1e-5, 1, 0.97), (1e-6, 1, 0.61), (1e-5, 10, 1.46), (1e-6, 10, 1.21)),
+    ("Gemma4-E4B", "EG300M", 50, 0.25, 22880, 62.01, 10.19): (
+        (None, None, 47.82), (1e-2, 10, 1.82), (1e-6, 10, 1.70), (1e-2, 100, 39.68), (1e-6, 100, 28.03)),
+    ("Q3-8B", "Q3VL-E2B", 10, 0.25, 6892, 91.02, 75.85): (
+        (None, None, 80.58), (1e-5, 1, 74.27), (1e-6, 1, 73.54), (1e-5, 10, 74.76), (1e-6, 10, 76.46)),
+}
+
 #: The paper's DP-RAG results on Google FRAMES (its appendix Table I.1; the main-text Table 2 repeats nine rows):
 #: (generator, embedder, δ, ε, k, τ, chunks in the index, oracle-context accuracy, no-retrieval (base) accuracy,
 #: RAG accuracy), accuracies in % as judged by an LLM; δ = ε = None for clean (non-private) retrieval. The paper's
 #: σ follows its c-calibration, so at ε ≥ 30 the stated δ is not what holds (docs/scoreshield.md §5).
-PAPER_TABLE_I1_DPRAG: tuple[tuple[str, str, float | None, float | None, int, float, int, float, float, float], ...] = (
-    ("Gemma3-12B", "EG300M", None, None, 50, 0.25, 22880, 72.09, 45.87, 55.46),
-    ("Gemma3-12B", "EG300M", 1e-5, 1, 50, 0.25, 22880, 71.48, 46.36, 39.44),
-    ("Gemma3-12B", "EG300M", 1e-3, 10, 50, 0.25, 22880, 71.48, 46.36, 40.41),
-    ("Gemma3-12B", "EG300M", 1e-2, 10, 50, 0.25, 22880, 71.48, 46.36, 39.68),
-    ("Gemma3-12B", "EG300M", 1e-3, 100, 50, 0.25, 22880, 71.48, 46.36, 52.31),
-    ("Gemma3-12B", "EG300M", 1e-2, 100, 50, 0.25, 22880, 71.48, 46.36, 54.98),
-    ("Gemma3-12B", "Q3VL-E2B", None, None, 10, 0.25, 6892, 71.48, 46.36, 56.92),
-    ("Gemma3-12B", "Q3VL-E2B", 1e-5, 1, 10, 0.25, 6892, 71.48, 46.36, 41.63),
-    ("Gemma3-12B", "Q3VL-E2B", 1e-6, 1, 10, 0.25, 6892, 71.48, 46.36, 42.23),
-    ("Gemma3-12B", "Q3VL-E2B", 1e-5, 10, 10, 0.25, 6892, 71.48, 46.36, 41.63),
-    ("Gemma3-12B", "Q3VL-E2B", 1e-6, 10, 10, 0.25, 6892, 71.48, 46.36, 41.75),
-    ("Gemma3-27B", "EG300M", None, None, 20, 0.35, 22880, 72.82, 40.17, 60.92),
-    ("Gemma3-27B", "EG300M", 1e-5, 1, 20, 0.35, 22880, 72.82, 40.17, 39.68),
-    ("Gemma3-27B", "EG300M", 1e-6, 1, 20, 0.35, 22880, 72.82, 40.17, 37.86),
-    ("Gemma3-4B", "EG300M", 1e-3, 10, 50, 0.25, 22880, 65.66, 49.51, 46.60),
-    ("Gemma3-4B", "EG300M", 1e-2, 10, 50, 0.25, 22880, 65.66, 49.51, 47.94),
-    ("Gemma3-4B", "EG300M", 1e-3, 100, 50, 0.25, 22880, 65.66, 49.51, 52.18),
-    ("Gemma3-4B", "EG300M", 1e-2, 100, 50, 0.25, 22880, 65.66, 49.51, 52.43),
-    ("Gemma4-26B-A4B", "EG300M", None, None, 20, 0.35, 22880, 73.30, 26.09, 52.55),
-    ("Gemma4-26B-A4B", "EG300M", 1e-5, 1, 20, 0.35, 22880, 73.30, 26.09, 4.61),
-    ("Gemma4-26B-A4B", "EG300M", 1e-6, 1, 20, 0.35, 22880, 73.30, 26.09, 4.85),
-    ("Gemma4-26B-A4B", "EG300M", 1e-5, 10, 20, 0.35, 22880, 73.30, 26.09, 4.61),
-    ("Gemma4-26B-A4B", "EG300M", 1e-6, 10, 20, 0.35, 22880, 73.30, 26.09, 4.61),
-    ("Gemma4-26B-A4B", "EG300M", None, None, 50, 0.25, 22880, 73.30, 26.09, 62.26),
-    ("Gemma4-26B-A4B", "EG300M", 1e-5, 1, 50, 0.25, 22880, 73.30, 26.09, 5.34),
-    ("Gemma4-26B-A4B", "EG300M", 1e-6, 1, 50, 0.25, 22880, 73.30, 26.09, 4.73),
-    ("Gemma4-26B-A4B", "EG300M", 1e-2, 10, 50, 0.25, 22880, 73.30, 26.09, 4.85),
-    ("Gemma4-26B-A4B", "EG300M", 1e-6, 10, 50, 0.25, 22880, 73.30, 26.09, 6.07),
-    ("Gemma4-26B-A4B", "EG300M", 1e-2, 100, 50, 0.25, 22880, 73.30, 26.09, 50.24),
-    ("Gemma4-26B-A4B", "EG300M", 1e-6, 100, 50, 0.25, 22880, 73.30, 26.09, 36.04),
-    ("Gemma4-31B", "EG300M", 1e-5, 1, 20, 0.35, 22880, 80.58, 29.98, 0.85),
-    ("Gemma4-31B", "EG300M", None, None, 50, 0.25, 22880, 80.58, 29.98, 72.57),
-    ("Gemma4-E4B", "EG300M", None, None, 20, 0.35, 22880, 61.04, 9.83, 41.38),
-    ("Gemma4-E4B", "EG300M", 1e-5, 1, 20, 0.35, 22880, 61.04, 9.83, 0.97),
-    ("Gemma4-E4B", "EG300M", 1e-6, 1, 20, 0.35, 22880, 61.04, 9.83, 0.61),
-    ("Gemma4-E4B", "EG300M", 1e-5, 10, 20, 0.35, 22880, 61.04, 9.83, 1.46),
-    ("Gemma4-E4B", "EG300M", 1e-6, 10, 20, 0.35, 22880, 61.04, 9.83, 1.21),
-    ("Gemma4-E4B", "EG300M", None, None, 50, 0.25, 22880, 62.01, 10.19, 47.82),
-    ("Gemma4-E4B", "EG300M", 1e-2, 10, 50, 0.25, 22880, 62.01, 10.19, 1.82),
-    ("Gemma4-E4B", "EG300M", 1e-6, 10, 50, 0.25, 22880, 62.01, 10.19, 1.70),
-    ("Gemma4-E4B", "EG300M", 1e-2, 100, 50, 0.25, 22880, 62.01, 10.19, 39.68),
-    ("Gemma4-E4B", "EG300M", 1e-6, 100, 50, 0.25, 22880, 62.01, 10.19, 28.03),
-    ("Q3-8B", "Q3VL-E2B", None, None, 10, 0.25, 6892, 91.02, 75.85, 80.58),
-    ("Q3-8B", "Q3VL-E2B", 1e-5, 1, 10, 0.25, 6892, 91.02, 75.85, 74.27),
-    ("Q3-8B", "Q3VL-E2B", 1e-6, 1, 10, 0.25, 6892, 91.02, 75.85, 73.54),
-    ("Q3-8B", "Q3VL-E2B", 1e-5, 10, 10, 0.25, 6892, 91.02, 75.85, 74.76),
-    ("Q3-8B", "Q3VL-E2B", 1e-6, 10, 10, 0.25, 6892, 91.02, 75.85, 76.46),
-)
+PAPER_TABLE_I1_DPRAG: tuple[
+    tuple[str, str, float | None, float | None, int, float, int, float, float, float], ...] = tuple(
+    (gen, emb, dlt, eps, k, tau, n_chunks, oracle, base, rag)
+    for (gen, emb, k, tau, n_chunks, oracle, base), runs in _PAPER_DPRAG_RUNS.items() for dlt, eps, rag in runs)
 
 
 def paper_dprag_table() -> pd.DataFrame:
@@ -200,16 +143,8 @@ def calibration_table(epsilons: Sequence[float], deltas: Sequence[float], *, sen
 # --------------------------------------------------------------------------------------------
 # error scaling (paper Fig. 2)
 # --------------------------------------------------------------------------------------------
-def error_scaling(
-    embeddings: torch.Tensor,
-    ns: Sequence[int],
-    *,
-    epsilon: float,
-    delta: float,
-    delta_g: float = 2.0,
-    repeats: int = 3,
-    seed: int = 0,
-) -> pd.DataFrame:
+def error_scaling(embeddings: torch.Tensor, ns: Sequence[int], *, epsilon: float, delta: float, delta_g: float = 2.0,
+                  repeats: int = 3, seed: int = 0) -> pd.DataFrame:
     """Empirical MSE/c of naive vs projected releases against n, for both regimes and adjacencies.
 
     For each n a random subset of n rows of ``embeddings`` (unit rows) is the private collection.
@@ -232,6 +167,10 @@ def error_scaling(
     E = embeddings.double()
     g = torch.Generator(device=E.device).manual_seed(seed)
     rows = []
+
+    def mse_over_c(X: torch.Tensor, clean: torch.Tensor) -> float:
+        return float(((X - clean) ** 2).sum()) / c
+
     for n in ns:
         n = check_int("n", n, minimum=2)
         for rep in range(repeats):
@@ -240,26 +179,30 @@ def error_scaling(
             r = release_scores(q, gal, epsilon=eps, delta=dlt, calibration="scoreshield", generator=g)
             s = gal @ q
             rows.append({"regime": "i: score vector", "adjacency": "record", "n": n, "repeat": rep,
-                         "naive": float(((r.unclipped - s) ** 2).sum()) / c,
-                         "projected": float(((r.scores - s) ** 2).sum()) / c, "theory_naive": 4.0 * n})
+                         "naive": mse_over_c(r.unclipped, s), "projected": mse_over_c(r.scores, s),
+                         "theory_naive": 4.0 * n})
             S = gal @ gal.T
             for adjacency, dg in (("record", None), ("gram", delta_g)):
                 rel = release_gram(gal, epsilon=eps, delta=dlt, adjacency=adjacency, delta_g=dg,
                                    projection="nearest", calibration="scoreshield", generator=g, verify=False)
-                Delta = rel.sensitivity
                 rows.append({"regime": "ii: Gram", "adjacency": adjacency, "n": n, "repeat": rep,
-                             "naive": float(((rel.noisy - S) ** 2).sum()) / c,
-                             "projected": float(((rel.matrix - S) ** 2).sum()) / c,
-                             "theory_naive": (n * n + n) / 2.0 * Delta**2})
+                             "naive": mse_over_c(rel.noisy, S), "projected": mse_over_c(rel.matrix, S),
+                             "theory_naive": (n * n + n) / 2.0 * rel.sensitivity**2})
     return pd.DataFrame(rows)
 
 
 # --------------------------------------------------------------------------------------------
 # DP face verification (paper Table 1 / H.1)
 # --------------------------------------------------------------------------------------------
-def verification_pairs(
-    embeddings: torch.Tensor, identity: torch.Tensor, *, max_impostors: int | None = None, seed: int = 0
-) -> dict[str, torch.Tensor]:
+def _pair_set(E: torch.Tensor, a: torch.Tensor, b: torch.Tensor, label: torch.Tensor, id_a: torch.Tensor,
+              **extra: torch.Tensor) -> dict[str, torch.Tensor]:
+    """A pair set: the float64 cosine of rows ``a`` and ``b`` of ``E``, the labels, the bootstrap unit and the rows."""
+    E = E.double().cpu()
+    return {"score": (E[a] * E[b]).sum(1), "label": label, "id_a": id_a, "i": a, "j": b, **extra}
+
+
+def verification_pairs(embeddings: torch.Tensor, identity: torch.Tensor, *, max_impostors: int | None = None,
+                       seed: int = 0) -> dict[str, torch.Tensor]:
     """All genuine pairs and all (or a seeded sample of ``max_impostors``) impostor pairs.
 
     Returns ``{"score", "label" (1 genuine), "id_a" (identity of the first image, for the
@@ -281,11 +224,8 @@ def verification_pairs(
         pick = torch.randperm(ii.numel(), generator=g)[:max_impostors].sort().values
         ii, ij = ii[pick], ij[pick]
     a = torch.cat([gi, ii])
-    b = torch.cat([gj, ij])
-    E = embeddings.double().cpu()
-    score = (E[a] * E[b]).sum(1)
     label = torch.cat([torch.ones(gi.numel()), torch.zeros(ii.numel())]).long()
-    return {"score": score, "label": label, "id_a": identity.cpu()[a], "i": a, "j": b}
+    return _pair_set(embeddings, a, torch.cat([gj, ij]), label, identity.cpu()[a])
 
 
 def impostor_pairs(embeddings: torch.Tensor, identity: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
@@ -319,14 +259,11 @@ def impostor_pairs(embeddings: torch.Tensor, identity: torch.Tensor | None = Non
     if int(keep.sum()) == 0:
         raise InsufficientDataError("impostor_pairs: every row has the same identity, so there are no impostor pairs")
     i, j = i[keep], j[keep]
-    E = embeddings.double().cpu()
-    return {"score": (E[i] * E[j]).sum(1), "label": torch.zeros(i.numel(), dtype=torch.long), "id_a": ident[i],
-            "i": i, "j": j}
+    return _pair_set(embeddings, i, j, torch.zeros(i.numel(), dtype=torch.long), ident[i])
 
 
-def cv_accuracy(
-    score: torch.Tensor, label: torch.Tensor, *, folds: int = 10, seed: int = 0, fold: torch.Tensor | None = None
-) -> float:
+def cv_accuracy(score: torch.Tensor, label: torch.Tensor, *, folds: int = 10, seed: int = 0,
+                fold: torch.Tensor | None = None) -> float:
     """LFW-style accuracy: the best-accuracy threshold on k−1 folds, applied to the held-out fold.
 
     ``fold`` gives each pair's fold explicitly (LFW's ``pairs.txt`` defines 10); without it the pairs are
@@ -388,15 +325,12 @@ def lfw_protocol_pairs(pairs: torch.Tensor, same: torch.Tensor, fold: torch.Tens
         raise InvalidArgumentError(f"pairs must be non-empty row indices in [0, {n - 1}]")
     if int(same.sum()) == 0 or int((~same.bool()).sum()) == 0:
         raise InsufficientDataError("lfw_protocol_pairs: need both genuine and impostor pairs")
-    a, b = pairs[:, 0].cpu(), pairs[:, 1].cpu()
-    E = embeddings.double().cpu()
-    return {"score": (E[a] * E[b]).sum(1), "label": same.cpu().long(), "id_a": identity.cpu()[a], "i": a, "j": b,
-            "fold": fold.cpu().long()}
+    a = pairs[:, 0].cpu()
+    return _pair_set(embeddings, a, pairs[:, 1].cpu(), same.cpu().long(), identity.cpu()[a], fold=fold.cpu().long())
 
 
-def template_features(
-    embeddings: torch.Tensor, template: torch.Tensor, media: torch.Tensor | None = None
-) -> tuple[torch.Tensor, torch.Tensor]:
+def template_features(embeddings: torch.Tensor, template: torch.Tensor,
+                      media: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """IJB-style template features: average the images of each media, sum the media of each template, normalise.
 
     This is the usual IJB-B/C 1:1 pooling (a video's many frames count as one media, so they do not outweigh
@@ -473,9 +407,8 @@ def template_protocol(template: torch.Tensor, identity: torch.Tensor) -> tuple[t
     return torch.stack((t_ids[i], t_ids[j]), 1), owner[i] == owner[j]
 
 
-def template_pairs(
-    template_ids: torch.Tensor, features: torch.Tensor, pairs: torch.Tensor, same: torch.Tensor
-) -> dict[str, torch.Tensor]:
+def template_pairs(template_ids: torch.Tensor, features: torch.Tensor, pairs: torch.Tensor,
+                   same: torch.Tensor) -> dict[str, torch.Tensor]:
     """The template pairs of an IJB 1:1 protocol as a pair set for :func:`dp_verification`.
 
     Args:
@@ -498,24 +431,14 @@ def template_pairs(
     if not bool((ids[order][pos] == pairs.cpu().reshape(-1)).all()):
         raise InvalidArgumentError("template_pairs: pairs name templates that have no feature")
     rows = order[pos].reshape(-1, 2)
-    F = features.double().cpu()
-    a, b = rows[:, 0], rows[:, 1]
     if int(same.sum()) == 0 or int((~same.bool()).sum()) == 0:
         raise InsufficientDataError("template_pairs: need both genuine and impostor pairs")
-    return {"score": (F[a] * F[b]).sum(1), "label": same.cpu().long(), "id_a": ids[a], "i": a, "j": b}
+    return _pair_set(features, rows[:, 0], rows[:, 1], same.cpu().long(), ids[rows[:, 0]])
 
 
-def dp_verification(
-    pairs: dict[str, torch.Tensor],
-    *,
-    epsilons: Sequence[float],
-    delta: float,
-    fars: Sequence[float] = (1e-2, 1e-3),
-    calibration: str = "scoreshield",
-    repeats: int = 1,
-    seed: int = 0,
-    impostors: dict[str, torch.Tensor] | None = None,
-) -> pd.DataFrame:
+def dp_verification(pairs: dict[str, torch.Tensor], *, epsilons: Sequence[float], delta: float,
+                    fars: Sequence[float] = (1e-2, 1e-3), calibration: str = "scoreshield", repeats: int = 1,
+                    seed: int = 0, impostors: dict[str, torch.Tensor] | None = None) -> pd.DataFrame:
     """Regime (i) verification under DP: accuracy and TAR@FAR with and without recalibration.
 
     Each pair score ⟨e_a, e_b⟩ is released as a one-record score vector (e_b the private record,
@@ -578,13 +501,10 @@ def dp_verification(
 
     def row(eps_label, rep, scores, far_noisy, sigma, true_delta):
         acc = cv_accuracy(scores[balanced], y[balanced], seed=seed + rep, fold=protocol_fold)
-        r = {"epsilon": eps_label, "repeat": rep, "stated_delta": dlt, "true_delta": true_delta, "sigma": sigma,
-             "accuracy": 100 * acc}
         g, i = scores[y == 1], scores[y == 0]
-        r["auc"] = auc(g, i)
-        r["eer"] = eer(g, i)
-        r["n_far_impostors"] = n_far
-        r["smallest_resolvable_far"] = min_far
+        r = {"epsilon": eps_label, "repeat": rep, "stated_delta": dlt, "true_delta": true_delta, "sigma": sigma,
+             "accuracy": 100 * acc, "auc": auc(g, i), "eer": eer(g, i), "n_far_impostors": n_far,
+             "smallest_resolvable_far": min_far}
         for far in fars:
             t0 = clean_thr[far]
             r[f"tar@{far:g} fixed"] = 100 * acceptance_rate(g, t0)
@@ -599,24 +519,22 @@ def dp_verification(
 
     rows.append(row("clean", 0, s, far_scores if impostors is None else far_scores.clamp(-1, 1), 0.0, 0.0))
     g = torch.Generator().manual_seed(seed)
+
+    def privatise(x: torch.Tensor, sigma: float) -> torch.Tensor:  # every score its own release
+        return (x + sample_gaussian(x.shape, sigma=sigma, generator=g, dtype=torch.float64)).clamp(-1.0, 1.0)
+
     for eps in epsilons:
         sigma = gaussian_sigma(eps, dlt, sensitivity=2.0, method=calibration)
         for rep in range(repeats):
-            noisy = (s + sample_gaussian(s.shape, sigma=sigma, generator=g, dtype=torch.float64)).clamp(-1.0, 1.0)
-            if impostors is None:
-                far_noisy = noisy[y == 0]
-            else:
-                far_noisy = (far_scores + sample_gaussian(far_scores.shape, sigma=sigma, generator=g,
-                                                          dtype=torch.float64)).clamp(-1.0, 1.0)
-            rows.append(row(f"{eps:g}", rep, noisy, far_noisy, sigma,
-                            analytic_gaussian_delta(eps, sigma, sensitivity=2.0)))
+            noisy = privatise(s, sigma)
+            far_noisy = noisy[y == 0] if impostors is None else privatise(far_scores, sigma)
+            true_delta = analytic_gaussian_delta(eps, sigma, sensitivity=2.0)
+            rows.append(row(f"{eps:g}", rep, noisy, far_noisy, sigma, true_delta))
     return pd.DataFrame(rows)
 
 
-def operating_points(
-    families: dict, *, epsilons: Sequence[float], deltas: Sequence[float], alphas: Sequence[float] = (1e-2, 1e-3),
-    seed: int = 0,
-) -> pd.DataFrame:
+def operating_points(families: dict, *, epsilons: Sequence[float], deltas: Sequence[float],
+                     alphas: Sequence[float] = (1e-2, 1e-3), seed: int = 0) -> pd.DataFrame:
     """The paper's operating-point study on synthetic score families (docs/scoreshield.md §3–4).
 
     For each family, (ε, δ) and target FMR α: the clean threshold τ_α, the private FMR if it is
@@ -641,14 +559,11 @@ def operating_points(
                     kept = acceptance_rate(ni, t0)
                     rows.append({
                         "family": name, "delta": delta, "epsilon": eps, "sigma": sigma, "alpha": alpha,
-                        "tau_clean": t0, "tpr_clean": acceptance_rate(gen, t0),
-                        "fmr_kept_threshold": kept, "fmr_inflation": kept / alpha,
-                        "tpr_kept_threshold": acceptance_rate(ng, t0),
-                        "fmr_floor": floor, "fmr_floor_measured": rec.floor,
-                        "tau_recal": rec.threshold, "offset": rec.threshold - t0, "attainable": rec.attainable,
-                        "fmr_recal": rec.achieved_fpr,
-                        "tpr_recal": acceptance_rate(ng, rec.threshold) if rec.attainable else 0.0,
-                    })
+                        "tau_clean": t0, "tpr_clean": acceptance_rate(gen, t0), "fmr_kept_threshold": kept,
+                        "fmr_inflation": kept / alpha, "tpr_kept_threshold": acceptance_rate(ng, t0),
+                        "fmr_floor": floor, "fmr_floor_measured": rec.floor, "tau_recal": rec.threshold,
+                        "offset": rec.threshold - t0, "attainable": rec.attainable, "fmr_recal": rec.achieved_fpr,
+                        "tpr_recal": acceptance_rate(ng, rec.threshold) if rec.attainable else 0.0})
     return pd.DataFrame(rows)
 
 
@@ -669,18 +584,10 @@ def bootstrap_mean(values: torch.Tensor | np.ndarray, *, n_boot: int = 1000, see
     return float(v.mean()), float(low), float(high)
 
 
-def dp_rag_retrieval(
-    queries: torch.Tensor,
-    chunks: torch.Tensor,
-    gold: Sequence[Sequence[int]],
-    *,
-    settings: Sequence[tuple[float, int]],
-    privacy: Sequence[tuple[float, float]],
-    calibrations: Sequence[str] = ("scoreshield", "analytic"),
-    repeats: int = 10,
-    n_boot: int = 1000,
-    seed: int = 0,
-) -> pd.DataFrame:
+def dp_rag_retrieval(queries: torch.Tensor, chunks: torch.Tensor, gold: Sequence[Sequence[int]], *,
+                     settings: Sequence[tuple[float, int]], privacy: Sequence[tuple[float, float]],
+                     calibrations: Sequence[str] = ("scoreshield", "analytic"), repeats: int = 10, n_boot: int = 1000,
+                     seed: int = 0) -> pd.DataFrame:
     """Recall of the gold chunks and number of chunks retrieved, non-private and under DP, per (τ, k) and (ε, δ).
 
     Each question's score vector against the chunk collection is released with :func:`release_scores`
@@ -780,9 +687,8 @@ def recall_at_1(M: torch.Tensor, labels: torch.Tensor) -> float:
     return float((y[nn] == y).double().mean())
 
 
-_METRICS: dict[str, Callable[[torch.Tensor, torch.Tensor], float]] = {
-    "nmi": spectral_nmi, "recall@1": recall_at_1, "pair_auc": pair_auc,
-}
+_METRICS: dict[str, Callable[[torch.Tensor, torch.Tensor], float]] = {"nmi": spectral_nmi, "recall@1": recall_at_1,
+                                                                       "pair_auc": pair_auc}
 
 
 def _post_process(noisy: torch.Tensor, projection: str) -> torch.Tensor:
@@ -798,17 +704,10 @@ def _post_process(noisy: torch.Tensor, projection: str) -> torch.Tensor:
     raise InvalidArgumentError(f"unknown projection {projection!r}; valid: none, clip, aap, nearest")
 
 
-def gram_analytics(
-    datasets: dict[str, tuple[torch.Tensor, torch.Tensor]],
-    *,
-    n: int,
-    epsilons: Sequence[float],
-    delta: float,
-    delta_gs: Sequence[float],
-    projections: Sequence[str] = ("none", "clip", "aap", "nearest"),
-    repeats: int = 2,
-    seed: int = 0,
-) -> pd.DataFrame:
+def gram_analytics(datasets: dict[str, tuple[torch.Tensor, torch.Tensor]], *, n: int, epsilons: Sequence[float],
+                   delta: float, delta_gs: Sequence[float],
+                   projections: Sequence[str] = ("none", "clip", "aap", "nearest"), repeats: int = 2,
+                   seed: int = 0) -> pd.DataFrame:
     """Downstream utility of a private Gram: NMI, Recall@1 and pair AUC, naive vs projections.
 
     ``datasets`` maps a name to (unit embeddings, labels); each repeat draws n rows (stratified
@@ -827,30 +726,27 @@ def gram_analytics(
         for rep in range(repeats):
             idx = torch.randperm(E.shape[0], generator=g)[:n]
             Er, yr = E[idx].double(), y[idx]
-            S = Er @ Er.T
-            for m in _METRICS:
-                rows.append({"dataset": name, "repeat": rep, "epsilon": math.inf, "delta_g": 0.0, "method": "clean",
-                             "metric": m, "value": _METRICS[m](S, yr), "record_delta": record_sensitivity(n)})
+
+            def add(eps: float, dg: float, method: str, M: torch.Tensor) -> None:  # one row per metric
+                rows.extend({"dataset": name, "repeat": rep, "epsilon": eps, "delta_g": dg, "method": method,
+                             "metric": m, "value": fn(M, yr), "record_delta": record_sensitivity(n)}
+                            for m, fn in _METRICS.items())
+
+            add(math.inf, 0.0, "clean", Er @ Er.T)
             for dg in delta_gs:
                 for eps in epsilons:
                     base = release_gram(Er, epsilon=eps, delta=delta, adjacency="gram", delta_g=dg,
                                         projection="none", calibration="scoreshield", generator=g, verify=False)
                     for proj in projections:
-                        M = _post_process(base.noisy, proj)
-                        for m, fn in _METRICS.items():
-                            rows.append({"dataset": name, "repeat": rep, "epsilon": eps, "delta_g": dg,
-                                         "method": proj, "metric": m, "value": fn(M, yr),
-                                         "record_delta": record_sensitivity(n)})
+                        add(eps, dg, proj, _post_process(base.noisy, proj))
     return pd.DataFrame(rows)
 
 
 # --------------------------------------------------------------------------------------------
 # recommender (MovieLens at paper scale; synthetic low-rank ratings at the default scale)
 # --------------------------------------------------------------------------------------------
-def synthetic_ratings(
-    n_users: int, n_items: int, *, rank: int = 5, density: float = 0.3, test_fraction: float = 0.2,
-    noise: float = 0.5, seed: int = 0,
-) -> tuple[torch.Tensor, torch.Tensor]:
+def synthetic_ratings(n_users: int, n_items: int, *, rank: int = 5, density: float = 0.3, test_fraction: float = 0.2,
+                      noise: float = 0.5, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """A documented synthetic low-rank ratings matrix with a train/test split (0 = not rated).
 
     Ratings = round(clip(3 + 1.2·U Vᵀ + user bias + item bias + N(0, noise²), 1, 5)) with U, V ~ N(0, 1/rank) and
@@ -876,17 +772,19 @@ def synthetic_ratings(
     return torch.where(train, R, torch.zeros_like(R)), torch.where(test, R, torch.zeros_like(R))
 
 
-def _user_embeddings(train: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _centred_ratings(train: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The mask of rated entries, each user's mean rating and the ratings minus it (0 where not rated)."""
     mask = train > 0
-    cnt = mask.sum(1).clamp(min=1)
-    mu = train.sum(1) / cnt
-    C = torch.where(mask, train - mu[:, None], torch.zeros_like(train))
+    mu = train.sum(1) / mask.sum(1).clamp(min=1)
+    return mask, mu, torch.where(mask, train - mu[:, None], torch.zeros_like(train))
+
+
+def _user_embeddings(train: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    _, mu, C = _centred_ratings(train)
     norm = C.norm(dim=1, keepdim=True)
     # a user with no variation gets a fixed unit vector orthogonal-ish to everything (first item axis)
     E = torch.where(norm > 1e-12, C / norm.clamp(min=1e-12), torch.zeros_like(C))
-    empty = (norm.squeeze(1) <= 1e-12)
-    if bool(empty.any()):
-        E[empty, 0] = 1.0
+    E[norm.squeeze(1) <= 1e-12, 0] = 1.0
     return E, mu
 
 
@@ -895,10 +793,7 @@ def neighbour_rmse(M: torch.Tensor, train: torch.Tensor, test: torch.Tensor, *, 
 
     Neighbours: the k users most similar to u (by M) who rated i; no neighbour → μ_u.
     """
-    mask = train > 0
-    cnt = mask.sum(1).clamp(min=1)
-    mu = train.sum(1) / cnt
-    dev = torch.where(mask, train - mu[:, None], torch.zeros_like(train))
+    mask, mu, dev = _centred_ratings(train)
     W = M.double().clone()
     W.fill_diagonal_(0.0)
     # keep the top-k neighbours per user (by similarity), zero the rest
@@ -913,10 +808,9 @@ def neighbour_rmse(M: torch.Tensor, train: torch.Tensor, test: torch.Tensor, *, 
     return float(torch.sqrt(((pred - test)[tmask] ** 2).mean()))
 
 
-def recommender_study(
-    train: torch.Tensor, test: torch.Tensor, *, epsilons: Sequence[float], delta: float, delta_gs: Sequence[float],
-    projections: Sequence[str] = ("none", "clip", "aap", "nearest"), repeats: int = 2, k: int = 20, seed: int = 0,
-) -> pd.DataFrame:
+def recommender_study(train: torch.Tensor, test: torch.Tensor, *, epsilons: Sequence[float], delta: float,
+                      delta_gs: Sequence[float], projections: Sequence[str] = ("none", "clip", "aap", "nearest"),
+                      repeats: int = 2, k: int = 20, seed: int = 0) -> pd.DataFrame:
     """RMSE of user-user neighbour prediction from a private user-similarity Gram (Gram adjacency Δ_G).
 
     Two reference rows come first: ``"clean"`` (the exact Gram) and ``"user means"`` (no similarity at all: every
@@ -944,10 +838,9 @@ def recommender_study(
 # --------------------------------------------------------------------------------------------
 # solver comparison
 # --------------------------------------------------------------------------------------------
-def solver_comparison(
-    ns: Sequence[int], *, d: int = 64, sigma: float = 0.5, methods: Sequence[str] = ("newton", "dykstra", "aap", "clip"),
-    seed: int = 0, tol: float = 1e-7,
-) -> pd.DataFrame:
+def solver_comparison(ns: Sequence[int], *, d: int = 64, sigma: float = 0.5,
+                      methods: Sequence[str] = ("newton", "dykstra", "aap", "clip"), seed: int = 0,
+                      tol: float = 1e-7) -> pd.DataFrame:
     """AAP vs Dykstra vs Newton vs one-eigh clipping on noisy Grams of n random unit embeddings (d dims).
 
     Reports time, iterations, eigendecompositions, feasibility, the distance to the noisy input
@@ -1000,10 +893,8 @@ def _worst_case_pair(n: int, d: int = 4) -> tuple[torch.Tensor, torch.Tensor, to
     return u, E0, E1
 
 
-def audit_score_release(
-    *, epsilon: float, delta: float, sensitivity: float = 2.0, enforce_domain: bool = True, n_samples: int = 200_000,
-    seed: int = 0, confidence: float = 0.95,
-):
+def audit_score_release(*, epsilon: float, delta: float, sensitivity: float = 2.0, enforce_domain: bool = True,
+                        n_samples: int = 200_000, seed: int = 0, confidence: float = 0.95):
     """Audit :func:`release_scores` (analytic calibration) on worst-case neighbouring galleries.
 
     The neighbouring galleries differ in one record replaced by its opposite with respect to the
@@ -1030,10 +921,8 @@ def audit_score_release(
                  confidence=confidence)
 
 
-def audit_gram_release(
-    *, epsilon: float, delta: float, n: int = 5, delta_g: float | None = None, n_samples: int = 200_000,
-    seed: int = 0, confidence: float = 0.95,
-):
+def audit_gram_release(*, epsilon: float, delta: float, n: int = 5, delta_g: float | None = None,
+                       n_samples: int = 200_000, seed: int = 0, confidence: float = 0.95):
     """Audit :func:`release_gram` (analytic calibration) on worst-case record neighbours.
 
     ``delta_g=None`` audits the record-level release (Δ = 2√(2(n−1))); a ``delta_g`` below that

@@ -20,17 +20,8 @@ from privkit.metrics import smallest_resolvable_far
 from privkit.errors import InvalidArgumentError
 from privkit.studies.scoreshield.experiments import impostor_pairs, template_features
 
-__all__ = [
-    "centre_embeddings",
-    "embed_face_set",
-    "training_mask",
-    "centring_summary",
-    "load_verification_sets",
-    "embed_verification_sets",
-    "embed_impostor_set",
-    "face_set_summary",
-    "ijb_template_features",
-]
+__all__ = ["centre_embeddings", "embed_face_set", "training_mask", "centring_summary", "load_verification_sets",
+           "embed_verification_sets", "embed_impostor_set", "face_set_summary", "ijb_template_features"]
 
 
 def centre_embeddings(embeddings: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:

@@ -18,16 +18,8 @@ from matplotlib.ticker import NullFormatter
 from privkit.errors import InvalidArgumentError
 from privkit.studies.scoreshield.tables import PROJECTED_RATES
 
-__all__ = [
-    "plot_error_scaling",
-    "plot_table1",
-    "plot_roc_shift",
-    "plot_flip_probability",
-    "plot_operating_points",
-    "plot_dprag",
-    "plot_gram_analytics",
-    "plot_recommender",
-]
+__all__ = ["plot_error_scaling", "plot_table1", "plot_roc_shift", "plot_flip_probability", "plot_operating_points",
+           "plot_dprag", "plot_gram_analytics", "plot_recommender"]
 
 _PANELS = [("i: score vector", "record"), ("ii: Gram", "record"), ("ii: Gram", "gram")]
 
@@ -188,26 +180,25 @@ def _dprag_ours(ax: Any, g: pd.DataFrame, clean_row: pd.Series, col: str, lo: st
                 x_clean: float, n_chunks: int) -> list[dict[str, Any]]:
     """One panel of our retrieval results (both calibrations, the non-private value, random chunks); its points."""
     rows: list[dict[str, Any]] = []
+    point = {"row": col, "source": "privkit", "tau": tau, "k": k}  # the keys every point shares
     for calib, ls in (("scoreshield", "-"), ("analytic", "--")):
         d = g[g.calibration == calib].sort_values("epsilon")
         label = "paper's σ" if calib == "scoreshield" else "analytic σ (meets ε, δ)"
         colour = "C0" if calib == "scoreshield" else "C1"
         ax.plot(d.epsilon, d[col], ls=ls, marker="o", ms=3, color=colour, label=label)
         ax.fill_between(d.epsilon, d[lo], d[hi], alpha=0.2, color=colour)
-        rows += [{"row": col, "source": "privkit", "tau": tau, "k": k, "calibration": calib,
-                  "epsilon": r.epsilon, "delta": r.delta, "sigma": r.sigma, "true_delta": r.true_delta,
-                  "value": r[col], "low": r[lo], "high": r[hi], "series": label} for _, r in d.iterrows()]
+        rows += [{**point, "calibration": calib, "epsilon": r.epsilon, "delta": r.delta, "sigma": r.sigma,
+                  "true_delta": r.true_delta, "value": r[col], "low": r[lo], "high": r[hi], "series": label}
+                 for _, r in d.iterrows()]
     ax.axhline(clean_row[col], color="k", lw=0.8, ls=":", label="non-private")
     ax.errorbar([x_clean], [clean_row[col]], yerr=[[clean_row[col] - clean_row[lo]], [clean_row[hi] - clean_row[col]]],
                 marker="*", ms=8, color="k", capsize=2)
-    rows.append({"row": col, "source": "privkit", "tau": tau, "k": k, "calibration": "none",
-                 "epsilon": math.inf, "delta": 0.0, "sigma": 0.0, "true_delta": 0.0,
+    rows.append({**point, "calibration": "none", "epsilon": math.inf, "delta": 0.0, "sigma": 0.0, "true_delta": 0.0,
                  "value": clean_row[col], "low": clean_row[lo], "high": clean_row[hi], "series": "non-private"})
     if col == "recall":
         ax.axhline(clean_row.recall_random, color="grey", lw=0.8, ls="-.", label=f"random {k} of {n_chunks}")
-        rows.append({"row": col, "source": "privkit", "tau": tau, "k": k, "calibration": "random",
-                     "epsilon": np.nan, "delta": np.nan, "sigma": np.nan, "true_delta": np.nan,
-                     "value": clean_row.recall_random, "low": np.nan, "high": np.nan,
+        rows.append({**point, "calibration": "random", "epsilon": np.nan, "delta": np.nan, "sigma": np.nan,
+                     "true_delta": np.nan, "value": clean_row.recall_random, "low": np.nan, "high": np.nan,
                      "series": f"random {k} of {n_chunks}"})
     return rows
 

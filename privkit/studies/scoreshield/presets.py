@@ -88,45 +88,36 @@ _RAG_EPS = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
 SMOKE = ScoreShieldConfig(
     face_set="lfw-subset-views", n_identities=12, images_per_identity=4, face_size=64,
     face_encoders=("dlib-resnet-fr",), verification_sets=("lfw-subset-views",), impostor_set="portraits",
-    impostor_identities=50,
-    scaling_ns=(8, 16, 32), scaling_repeats=1,
+    impostor_identities=50, scaling_ns=(8, 16, 32), scaling_repeats=1,
     verification_epsilons=(20.0, 100.0), verification_delta=1e-4, verification_repeats=1,
     images_per_template=2, ijb_sets=(),
     op_scores=20_000, op_epsilons=(5.0, 20.0, 40.0), op_deltas=(1e-5,), op_alphas=(1e-2,),
     gram_n=40, gram_epsilons=(10.0, 100.0), gram_delta_gs=(2.0,), gram_delta=1e-8, gram_repeats=1,
-    gram_projections=("none", "clip", "nearest"),
-    ratings_users=60, ratings_items=150, recommender_k=10,
+    gram_projections=("none", "clip", "nearest"), ratings_users=60, ratings_items=150, recommender_k=10,
     solver_ns=(40,), audit_samples=100_000, n_boot=50,
-    rag_epsilons=(1.0, 10.0, 100.0, 1000.0), rag_delta=1e-5, rag_repeats=3,
-)
+    rag_epsilons=(1.0, 10.0, 100.0, 1000.0), rag_delta=1e-5, rag_repeats=3)
 DEFAULT = ScoreShieldConfig(
     face_set="lfw-subset-views", n_identities=100, images_per_identity=12, face_size=64,
     face_encoders=("dlib-resnet-fr", "faceres"), verification_sets=("lfw-subset-views", "portraits-views"),
-    impostor_set="portraits", impostor_identities=None,
-    scaling_ns=(16, 32, 64, 128, 256, 512), scaling_repeats=3,
+    impostor_set="portraits", impostor_identities=None, scaling_ns=(16, 32, 64, 128, 256, 512), scaling_repeats=3,
     verification_epsilons=_PAPER_EPS, verification_delta=1e-4, verification_repeats=3,
     images_per_template=3, ijb_sets=(),
     op_scores=200_000, op_epsilons=_OP_EPS, op_deltas=(1e-8, 1e-6, 1e-5), op_alphas=(1e-2, 1e-3),
     gram_n=128, gram_epsilons=(1.0, 10.0, 100.0, 1000.0), gram_delta_gs=(0.5, 2.0), gram_delta=1e-8,
     gram_repeats=3, gram_projections=("none", "clip", "aap", "nearest"),
-    ratings_users=200, ratings_items=500, recommender_k=20,
-    solver_ns=(100, 250, 500), audit_samples=400_000, n_boot=200,
-    rag_epsilons=_RAG_EPS, rag_delta=1e-5, rag_repeats=20,
-)
+    ratings_users=200, ratings_items=500, recommender_k=20, solver_ns=(100, 250, 500), audit_samples=400_000,
+    n_boot=200, rag_epsilons=_RAG_EPS, rag_delta=1e-5, rag_repeats=20)
 PAPER = ScoreShieldConfig(
     face_set="lfw", n_identities=5749, images_per_identity=0, face_size=112,
     face_encoders=("dlib-resnet-fr", "faceres"), verification_sets=("lfw",), impostor_set="portraits",
-    impostor_identities=None,
-    scaling_ns=(16, 32, 64, 128, 256, 512, 1024, 2048), scaling_repeats=5,
+    impostor_identities=None, scaling_ns=(16, 32, 64, 128, 256, 512, 1024, 2048), scaling_repeats=5,
     verification_epsilons=_PAPER_EPS, verification_delta=1e-4, verification_repeats=5,
     images_per_template=3, ijb_sets=("IJBB", "IJBC"),
     op_scores=200_000, op_epsilons=_OP_EPS, op_deltas=(1e-8, 1e-6, 1e-5), op_alphas=(1e-2, 1e-3),
     gram_n=943, gram_epsilons=(0.1, 1.0, 10.0, 100.0), gram_delta_gs=(0.5, 1.0, 2.0), gram_delta=1e-8,
     gram_repeats=5, gram_projections=("none", "clip", "aap", "nearest"),
-    ratings_users=943, ratings_items=1682, recommender_k=20,
-    solver_ns=(500, 1000, 2000), audit_samples=1_000_000, n_boot=1000,
-    rag_epsilons=_RAG_EPS, rag_delta=1e-5, rag_repeats=50,
-)
+    ratings_users=943, ratings_items=1682, recommender_k=20, solver_ns=(500, 1000, 2000), audit_samples=1_000_000,
+    n_boot=1000, rag_epsilons=_RAG_EPS, rag_delta=1e-5, rag_repeats=50)
 
 ARTEFACTS = (
     ("tableC1_calibration", "the paper's sigma vs the analytic sigma* and the delta that truly holds (docs/scoreshield.md §5)"),

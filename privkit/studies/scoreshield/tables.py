@@ -15,32 +15,16 @@ import pandas as pd
 import torch
 
 from privkit._validate import check_int, check_probability, check_tensor
-from privkit.metrics import smallest_resolvable_far
 from privkit.errors import InvalidArgumentError
+from privkit.metrics import auc, bootstrap_ci, eer, smallest_resolvable_far
 from privkit.privacy import gaussian_sigma
-from privkit.metrics import auc, bootstrap_ci, eer
 from privkit.scoreshield import flip_probability, flip_probability_mc, recalibrate_threshold, roc_shift_bound
 from privkit.studies.scoreshield import experiments as X
 
-__all__ = [
-    "PROJECTED_RATES",
-    "FAR_GRID",
-    "scaling_pool",
-    "error_scaling_long",
-    "verification_study",
-    "table1_numbers",
-    "table1_text",
-    "threshold_transfer_text",
-    "template_rows",
-    "own_templates",
-    "template_summary",
-    "table1_figure_rows",
-    "roc_shift_study",
-    "flip_study",
-    "operating_point_summary",
-    "dprag_table7",
-    "recommender_summary",
-]
+__all__ = ["PROJECTED_RATES", "FAR_GRID", "scaling_pool", "error_scaling_long", "verification_study", "table1_numbers",
+           "table1_text", "threshold_transfer_text", "template_rows", "own_templates", "template_summary",
+           "table1_figure_rows", "roc_shift_study", "flip_study", "operating_point_summary", "dprag_table7",
+           "recommender_summary"]
 
 #: The paper's rate of the projected release error in n, per (regime, adjacency) panel of Fig. 2.
 PROJECTED_RATES = {("ii: Gram", "record"): 2.0, ("ii: Gram", "gram"): 1.5, ("i: score vector", "record"): 1.0}
