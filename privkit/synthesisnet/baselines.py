@@ -26,8 +26,9 @@ import torch
 from torch.nn import functional as F
 
 from .._validate import check_choice, check_positive, check_tensor
-from ..errors import InvalidArgumentError, ShapeError
+from ..errors import InvalidArgumentError
 from ..transforms import gaussian_blur
+from .metrics import _check_images
 
 __all__ = ["BASELINES", "DEFAULT_STRENGTH", "anonymize"]
 
@@ -62,13 +63,8 @@ def _pixelate(region: torch.Tensor, block: float) -> torch.Tensor:
     return F.interpolate(small, size=(h, w), mode="nearest")
 
 
-def anonymize(
-    images: torch.Tensor,
-    method: BaselineName = "blur",
-    *,
-    boxes: torch.Tensor | None = None,
-    strength: float | None = None,
-) -> torch.Tensor:
+def anonymize(images: torch.Tensor, method: BaselineName = "blur", *, boxes: torch.Tensor | None = None,
+              strength: float | None = None) -> torch.Tensor:
     """Blur, pixelate or mask faces (the face box when ``boxes`` is given, else the whole image).
 
     Args:
@@ -85,11 +81,7 @@ def anonymize(
         InvalidArgumentError, ShapeError: bad images, boxes or strength.
     """
     check_choice("method", method, BASELINES)
-    check_tensor("images", images, ndim=4, floating=True)
-    if images.shape[1] != 3:
-        raise ShapeError(f"images must have shape (N, 3, H, W), got {tuple(images.shape)}")
-    if images.numel() and (float(images.min()) < 0.0 or float(images.max()) > 1.0):
-        raise InvalidArgumentError("images must have values in [0, 1]")
+    _check_images("images", images)
     s = DEFAULT_STRENGTH[method] if strength is None else check_positive("strength", strength)
     if method == "mask" and s > 1.0:
         raise InvalidArgumentError(f"strength (the mask's opacity) must lie in (0, 1], got {s}")

@@ -57,8 +57,7 @@ class ONetPerceptualLoss(nn.Module):
             nn.Sequential(nn.MaxPool2d(3, 2, ceil_mode=True), trunk.conv2, trunk.prelu2),
             nn.Sequential(nn.MaxPool2d(3, 2, ceil_mode=True), trunk.conv3, trunk.prelu3),
         ])
-        for p in self.parameters():
-            p.requires_grad_(False)
+        self.requires_grad_(False)
         self.eval()
         self.to(device)
 

@@ -37,26 +37,11 @@ from ..errors import InsufficientDataError, InvalidArgumentError, MissingResourc
 from ..transforms import resize
 from ..encoders.base import embed_images
 
-__all__ = [
-    "FIDResult",
-    "InceptionScoreResult",
-    "IdentityDistanceResult",
-    "ReidentificationResult",
-    "AttributePreservationResult",
-    "INCEPTION_WEIGHT_FILES",
-    "InceptionV3Features",
-    "load_inception",
-    "frechet_distance",
-    "frechet_distance_from_samples",
-    "fid",
-    "inception_score",
-    "features_for_fid",
-    "identity_distance",
-    "identity_distance_from_embeddings",
-    "reidentification_rate",
-    "reidentification_from_embeddings",
-    "attribute_preservation",
-]
+__all__ = ["FIDResult", "InceptionScoreResult", "IdentityDistanceResult", "ReidentificationResult",
+           "AttributePreservationResult", "INCEPTION_WEIGHT_FILES", "InceptionV3Features", "load_inception",
+           "frechet_distance", "frechet_distance_from_samples", "fid", "inception_score", "features_for_fid",
+           "identity_distance", "identity_distance_from_embeddings", "reidentification_rate",
+           "reidentification_from_embeddings", "attribute_preservation"]
 
 F64 = torch.float64
 
@@ -179,9 +164,29 @@ def _check_seed(seed: int) -> int:
     return check_int("seed", seed, minimum=0, maximum=2**63 - 1)
 
 
+def _check_bootstrap(n_bootstrap: int, confidence: float, seed: int) -> tuple[int, float, int]:
+    """``(n_bootstrap >= 0, confidence in (0, 1), seed)`` checked, in that order."""
+    n_bootstrap = check_int("n_bootstrap", n_bootstrap, minimum=0)
+    return n_bootstrap, check_probability("confidence", confidence), _check_seed(seed)
+
+
 def _percentile_ci(values: np.ndarray, confidence: float) -> tuple[float, float]:
     alpha = (1.0 - confidence) / 2.0
     return float(np.quantile(values, alpha)), float(np.quantile(values, 1.0 - alpha))
+
+
+def _resample(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    """The rows of ``x`` drawn with replacement (as many as it has) by ``g``."""
+    return x[torch.randint(0, x.shape[0], (x.shape[0],), generator=g).to(x.device)]
+
+
+def _bootstrap_ci(n_bootstrap: int, confidence: float, seed: int,
+                  replicate: Callable[[torch.Generator], float]) -> tuple[float, float]:
+    """Percentile CI of ``n_bootstrap`` values ``replicate(g)``, ``g`` seeded with ``seed``; NaN bounds for 0."""
+    if not n_bootstrap:
+        return float("nan"), float("nan")
+    g = torch.Generator().manual_seed(seed)
+    return _percentile_ci(np.array([replicate(g) for _ in range(n_bootstrap)]), confidence)
 
 
 def _check_images(name: str, x: Any) -> torch.Tensor:
@@ -249,8 +254,7 @@ def frechet_distance_from_samples(x1: torch.Tensor, x2: torch.Tensor) -> float:
     Exact (up to rounding) and much cheaper than two ``D x D`` eigendecompositions when ``n1, n2 << D`` (e.g. a
     few hundred images in a 1280-D feature space). Needs ``n1, n2 >= 2``.
     """
-    a = x1.to(F64)
-    b = x2.to(F64)
+    a, b = x1.to(F64), x2.to(F64)
     if a.shape[0] < 2 or b.shape[0] < 2:
         raise InsufficientDataError("need at least 2 rows in each sample to fit a covariance")
     mu1, mu2 = a.mean(dim=0), b.mean(dim=0)
@@ -274,14 +278,8 @@ def _gaussian_fit(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return mu, xc.T @ xc / (x.shape[0] - 1)
 
 
-def fid(
-    real_features: torch.Tensor,
-    fake_features: torch.Tensor,
-    *,
-    n_bootstrap: int = 100,
-    confidence: float = 0.95,
-    seed: int = 0,
-) -> FIDResult:
+def fid(real_features: torch.Tensor, fake_features: torch.Tensor, *, n_bootstrap: int = 100, confidence: float = 0.95,
+        seed: int = 0) -> FIDResult:
     """Fréchet distance between Gaussian fits of real and fake features, with a bootstrap CI.
 
     Args:
@@ -304,22 +302,11 @@ def fid(
     for name, x in (("real_features", real_features), ("fake_features", fake_features)):
         if x.shape[0] < 2:
             raise InsufficientDataError(f"{name}: need at least 2 rows to fit a covariance, got {x.shape[0]}")
-    n_bootstrap = check_int("n_bootstrap", n_bootstrap, minimum=0)
-    confidence = check_probability("confidence", confidence)
-    seed = _check_seed(seed)
+    n_bootstrap, confidence, seed = _check_bootstrap(n_bootstrap, confidence, seed)
     xr = real_features.detach().to(F64)
     xf = fake_features.detach().to(device=xr.device, dtype=F64)
-    value = _fd(xr, xf)
-    lo = hi = float("nan")
-    if n_bootstrap:
-        g = torch.Generator().manual_seed(seed)
-        reps = np.empty(n_bootstrap)
-        for b in range(n_bootstrap):
-            ir = torch.randint(0, xr.shape[0], (xr.shape[0],), generator=g).to(xr.device)
-            jf = torch.randint(0, xf.shape[0], (xf.shape[0],), generator=g).to(xf.device)
-            reps[b] = _fd(xr[ir], xf[jf])
-        lo, hi = _percentile_ci(reps, confidence)
-    return FIDResult(value=value, ci_low=lo, ci_high=hi, confidence=confidence, n_real=int(xr.shape[0]),
+    lo, hi = _bootstrap_ci(n_bootstrap, confidence, seed, lambda g: _fd(_resample(xr, g), _resample(xf, g)))
+    return FIDResult(value=_fd(xr, xf), ci_low=lo, ci_high=hi, confidence=confidence, n_real=int(xr.shape[0]),
                      n_fake=int(xf.shape[0]), dim=int(xr.shape[1]))
 
 
@@ -363,31 +350,20 @@ def inception_score(probs: torch.Tensor, *, splits: int = 10, n_bootstrap: int =
     worst = float((p.sum(dim=1) - 1.0).abs().max())
     if worst > 1e-3:
         raise InvalidArgumentError(f"probs rows must sum to 1 (tolerance 1e-3); the worst row is off by {worst:.3g}")
-    n_bootstrap = check_int("n_bootstrap", n_bootstrap, minimum=0)
-    confidence = check_probability("confidence", confidence)
-    seed = _check_seed(seed)
+    n_bootstrap, confidence, seed = _check_bootstrap(n_bootstrap, confidence, seed)
     p = p / p.sum(dim=1, keepdim=True)
     scores = _is_splits(p, splits)
     arr = np.asarray(scores)
-    lo = hi = conf = float("nan")
-    if n_bootstrap:
-        g = torch.Generator().manual_seed(seed)
-        reps = np.array([np.mean(_is_splits(p[torch.randint(0, n, (n,), generator=g)], splits))
-                         for _ in range(n_bootstrap)])
-        lo, hi = _percentile_ci(reps, confidence)
-        conf = confidence
+    lo, hi = _bootstrap_ci(n_bootstrap, confidence, seed, lambda g: np.mean(_is_splits(_resample(p, g), splits)))
     return InceptionScoreResult(mean=float(arr.mean()), std=float(arr.std()), split_scores=tuple(scores),
-                                ci_low=lo, ci_high=hi, confidence=conf)
+                                ci_low=lo, ci_high=hi, confidence=confidence if n_bootstrap else float("nan"))
 
 
 # --------------------------------------------------------------------------------------------- Inception-v3
 #: Accepted Inception-v3 weight files (ImageNet, torchvision's architecture), in order of preference:
 #: torchvision's ``IMAGENET1K_V1`` state dict as published, or the same state dict as safetensors / .pth.
-INCEPTION_WEIGHT_FILES: tuple[str, ...] = (
-    "inception_v3_google-0cc3c7bd.pth",
-    "inception_v3.safetensors",
-    "inception_v3.pth",
-)
+INCEPTION_WEIGHT_FILES: tuple[str, ...] = ("inception_v3_google-0cc3c7bd.pth", "inception_v3.safetensors",
+                                            "inception_v3.pth")
 _INCEPTION_HOW_TO = (
     "Download torchvision's Inception-v3 ImageNet weights (torchvision.models.Inception_V3_Weights.IMAGENET1K_V1, "
     "https://download.pytorch.org/models/inception_v3_google-0cc3c7bd.pth) on a machine with network access and "
@@ -434,39 +410,32 @@ class InceptionV3Features(nn.Module):
         return torch.softmax(self.fc(feats), dim=1)
 
 
+def _weight_files(folders: list[Path]) -> list[Path]:
+    """The files of :data:`INCEPTION_WEIGHT_FILES` that exist in ``folders``, in search order."""
+    return [d / f for d in folders for f in INCEPTION_WEIGHT_FILES if (d / f).is_file()]
+
+
 def _find_inception(weights: str | Path | None, data_root: str | Path | None) -> Path:
     if weights is not None:
         w = Path(weights).expanduser()
-        if w.is_file():
-            return w
-        if w.is_dir():
-            for f in INCEPTION_WEIGHT_FILES:
-                if (w / f).is_file():
-                    return w / f
-        raise MissingResourceError("Inception-v3 ImageNet weights", expected_at=str(w), how_to_get=_INCEPTION_HOW_TO)
+        found = [w] if w.is_file() else _weight_files([w])
+        if not found:
+            raise MissingResourceError("Inception-v3 ImageNet weights", expected_at=str(w),
+                                       how_to_get=_INCEPTION_HOW_TO)
+        return found[0]
     from ..encoders.paper_scale import weights_cache_root
 
-    dirs = []
-    if data_root is not None:
-        dirs.append(Path(data_root).expanduser() / "weights" / "inception-v3")
+    dirs = [] if data_root is None else [Path(data_root).expanduser() / "weights" / "inception-v3"]
     dirs.append(weights_cache_root() / "weights" / "inception-v3")
-    for d in dirs:
-        for f in INCEPTION_WEIGHT_FILES:
-            if (d / f).is_file():
-                return d / f
-    raise MissingResourceError(
-        f"Inception-v3 ImageNet weights (one of {', '.join(INCEPTION_WEIGHT_FILES)})",
-        expected_at=" or ".join(str(d) for d in dirs),
-        how_to_get=_INCEPTION_HOW_TO,
-    )
+    found = _weight_files(dirs)
+    if not found:
+        raise MissingResourceError(f"Inception-v3 ImageNet weights (one of {', '.join(INCEPTION_WEIGHT_FILES)})",
+                                   expected_at=" or ".join(str(d) for d in dirs), how_to_get=_INCEPTION_HOW_TO)
+    return found[0]
 
 
-def load_inception(
-    *,
-    weights: str | Path | None = None,
-    data_root: str | Path | None = None,
-    device: str | torch.device = "cpu",
-) -> InceptionV3Features:
+def load_inception(*, weights: str | Path | None = None, data_root: str | Path | None = None,
+                   device: str | torch.device = "cpu") -> InceptionV3Features:
     """Load Inception-v3 for FID/IS at the paper scale, only from weights the reader supplied.
 
     Searched: ``weights`` (a file or folder), then ``<data_root>/weights/inception-v3/``, then
@@ -492,10 +461,8 @@ def load_inception(
         else:
             state = torch.load(path, map_location="cpu", weights_only=True)
     except (RuntimeError, ValueError, OSError, EOFError, pickle.UnpicklingError, SafetensorError) as err:
-        raise WeightFileError(
-            f"{path} cannot be read as a torchvision Inception-v3 state dict (safetensors, or a torch.save file read "
-            f"with weights_only=True): {type(err).__name__}: {err}"
-        ) from None
+        raise WeightFileError(f"{path} cannot be read as a torchvision Inception-v3 state dict (safetensors, or a "
+                              f"torch.save file read with weights_only=True): {type(err).__name__}: {err}") from None
     if not isinstance(state, Mapping):
         raise WeightFileError(f"{path} does not hold a state dict")
     has_aux = any(k.startswith("AuxLogits.") for k in state)
@@ -508,8 +475,7 @@ def load_inception(
     if has_aux:
         net.aux_logits = False
         net.AuxLogits = None
-    model = InceptionV3Features(net)
-    return model.to(resolve_device(device)).eval()
+    return InceptionV3Features(net).to(resolve_device(device)).eval()
 
 
 # --------------------------------------------------------------------------------------------- privacy
@@ -522,15 +488,9 @@ def _check_embeddings(name: str, e: Any, n: int | None = None) -> torch.Tensor:
     return F.normalize(e.detach().to("cpu", F64), dim=1, eps=1e-12)
 
 
-def identity_distance_from_embeddings(
-    original_embeddings: torch.Tensor,
-    published_embeddings: torch.Tensor,
-    *,
-    identities: torch.Tensor | None = None,
-    n_bootstrap: int = 1000,
-    confidence: float = 0.95,
-    seed: int = 0,
-) -> IdentityDistanceResult:
+def identity_distance_from_embeddings(original_embeddings: torch.Tensor, published_embeddings: torch.Tensor, *,
+                                      identities: torch.Tensor | None = None, n_bootstrap: int = 1000,
+                                      confidence: float = 0.95, seed: int = 0) -> IdentityDistanceResult:
     """:func:`identity_distance` from precomputed embeddings ``(N, D)`` (rows are L2-normalised here).
 
     Lets a notebook embed the originals once and reuse them across an epsilon sweep.
@@ -539,44 +499,28 @@ def identity_distance_from_embeddings(
     ep = _check_embeddings("published_embeddings", published_embeddings, eo.shape[0])
     if ep.shape[1] != eo.shape[1]:
         raise ShapeError(f"published_embeddings must have {eo.shape[1]} columns, got {ep.shape[1]}")
-    n_bootstrap = check_int("n_bootstrap", n_bootstrap, minimum=0)
-    confidence = check_probability("confidence", confidence)
-    seed = _check_seed(seed)
+    n_bootstrap, confidence, seed = _check_bootstrap(n_bootstrap, confidence, seed)
     if identities is not None:
         check_tensor("identities", identities, shape=(eo.shape[0],))
     dist = (1.0 - (eo * ep).sum(dim=1)).clamp_min(0.0)
-    mean = float(dist.mean())
-    lo = hi = float("nan")
-    if n_bootstrap:
-        g = torch.Generator().manual_seed(seed)
-        reps = np.empty(n_bootstrap)
-        if identities is not None:  # cluster bootstrap over identities
-            _, groups = torch.unique(identities.detach().cpu(), return_inverse=True)
-            k = int(groups.max()) + 1
-            sums = torch.zeros(k, dtype=F64).index_add_(0, groups, dist)
-            counts = torch.zeros(k, dtype=F64).index_add_(0, groups, torch.ones_like(dist))
-            for b in range(n_bootstrap):
-                pick = torch.randint(0, k, (k,), generator=g)
-                reps[b] = float(sums[pick].sum() / counts[pick].sum())
-        else:
-            n = dist.numel()
-            for b in range(n_bootstrap):
-                reps[b] = float(dist[torch.randint(0, n, (n,), generator=g)].mean())
-        lo, hi = _percentile_ci(reps, confidence)
-    return IdentityDistanceResult(per_image=dist, mean=mean, ci_low=lo, ci_high=hi, confidence=confidence)
+    if identities is None:
+        replicate = lambda g: float(_resample(dist, g).mean())  # noqa: E731
+    else:  # cluster bootstrap over identities
+        _, groups = torch.unique(identities.detach().cpu(), return_inverse=True)
+        k = int(groups.max()) + 1
+        sums = torch.zeros(k, dtype=F64).index_add_(0, groups, dist)
+        counts = torch.zeros(k, dtype=F64).index_add_(0, groups, torch.ones_like(dist))
+
+        def replicate(g: torch.Generator) -> float:
+            pick = torch.randint(0, k, (k,), generator=g)
+            return float(sums[pick].sum() / counts[pick].sum())
+    lo, hi = _bootstrap_ci(n_bootstrap, confidence, seed, replicate)
+    return IdentityDistanceResult(per_image=dist, mean=float(dist.mean()), ci_low=lo, ci_high=hi, confidence=confidence)
 
 
-def identity_distance(
-    originals: torch.Tensor,
-    published: torch.Tensor,
-    encoder: Any,
-    *,
-    identities: torch.Tensor | None = None,
-    n_bootstrap: int = 1000,
-    confidence: float = 0.95,
-    seed: int = 0,
-    batch_size: int = 64,
-) -> IdentityDistanceResult:
+def identity_distance(originals: torch.Tensor, published: torch.Tensor, encoder: Any, *,
+                      identities: torch.Tensor | None = None, n_bootstrap: int = 1000, confidence: float = 0.95,
+                      seed: int = 0, batch_size: int = 64) -> IdentityDistanceResult:
     """``1 - cos(phi(x_i), phi(x_pub_i))`` per image, its mean and a bootstrap CI (higher = more private).
 
     Args:
@@ -613,16 +557,12 @@ def _threshold_at_far(impostor: torch.Tensor, far: float) -> tuple[float, float]
     return t, achieved
 
 
-def reidentification_from_embeddings(
-    original_embeddings: torch.Tensor,
-    published_embeddings: torch.Tensor,
-    *,
-    identities: torch.Tensor,
-    far: float = 1e-3,
-    gallery_embeddings: torch.Tensor | None = None,
-    gallery_identities: torch.Tensor | None = None,
-    threshold_from: Literal["published", "originals"] = "published",
-) -> ReidentificationResult:
+def reidentification_from_embeddings(original_embeddings: torch.Tensor, published_embeddings: torch.Tensor, *,
+                                     identities: torch.Tensor, far: float = 1e-3,
+                                     gallery_embeddings: torch.Tensor | None = None,
+                                     gallery_identities: torch.Tensor | None = None,
+                                     threshold_from: Literal["published", "originals"] = "published",
+                                     ) -> ReidentificationResult:
     """:func:`reidentification_rate` from precomputed embeddings (rows are L2-normalised here)."""
     eo = _check_embeddings("original_embeddings", original_embeddings)
     n = eo.shape[0]
@@ -656,10 +596,8 @@ def reidentification_from_embeddings(
     n_imp = int(impostor.numel())
     min_far = 1.0 / n_imp
     if far < min_far * (1 - 1e-9):
-        raise InsufficientDataError(
-            f"far={far:g} is below the resolution of the {n_imp} impostor pairs (smallest resolvable FAR "
-            f"{min_far:.3g}); use more identities/images or a larger far"
-        )
+        raise InsufficientDataError(f"far={far:g} is below the resolution of the {n_imp} impostor pairs (smallest "
+                                    f"resolvable FAR {min_far:.3g}); use more identities/images or a larger far")
     t, achieved = _threshold_at_far(impostor, far)
     tar = float((torch.diagonal(scores) > t).to(F64).mean())
     other = same & ~torch.eye(n, dtype=torch.bool)
@@ -667,25 +605,16 @@ def reidentification_from_embeddings(
     nearest = (ep @ eg.T).argmax(dim=1)
     rank1 = float((gids[nearest] == ids).to(F64).mean())
     chance = float((ids[:, None] == gids[None, :]).to(F64).mean(dim=1).mean())
-    return ReidentificationResult(
-        tar=tar, tar_same_identity=tar_same, far=far, far_achieved=achieved, min_far=min_far, threshold=t,
-        threshold_from=threshold_from, rank1=rank1, rank1_chance=chance, n_probes=n, n_gallery=int(eg.shape[0]),
-        n_impostor=n_imp,
-    )
+    return ReidentificationResult(tar=tar, tar_same_identity=tar_same, far=far, far_achieved=achieved, min_far=min_far,
+                                  threshold=t, threshold_from=threshold_from, rank1=rank1, rank1_chance=chance,
+                                  n_probes=n, n_gallery=int(eg.shape[0]), n_impostor=n_imp)
 
 
-def reidentification_rate(
-    originals: torch.Tensor,
-    published: torch.Tensor,
-    encoder: Any,
-    *,
-    identities: torch.Tensor,
-    far: float = 1e-3,
-    gallery: torch.Tensor | None = None,
-    gallery_identities: torch.Tensor | None = None,
-    threshold_from: Literal["published", "originals"] = "published",
-    batch_size: int = 64,
-) -> ReidentificationResult:
+def reidentification_rate(originals: torch.Tensor, published: torch.Tensor, encoder: Any, *, identities: torch.Tensor,
+                          far: float = 1e-3, gallery: torch.Tensor | None = None,
+                          gallery_identities: torch.Tensor | None = None,
+                          threshold_from: Literal["published", "originals"] = "published",
+                          batch_size: int = 64) -> ReidentificationResult:
     """The attacker's view: can published faces be linked to their identities?
 
     Verification: the cosine similarity of every (published_i, original_j) pair is computed; the threshold is set
@@ -738,13 +667,9 @@ def reidentification_rate(
                                             gallery_identities=gallery_identities, threshold_from=threshold_from)
 
 
-def attribute_preservation(
-    published: torch.Tensor,
-    labels: torch.Tensor | Mapping[str, torch.Tensor],
-    classifier: Callable[[torch.Tensor], Any],
-    *,
-    batch_size: int = 64,
-) -> AttributePreservationResult:
+def attribute_preservation(published: torch.Tensor, labels: torch.Tensor | Mapping[str, torch.Tensor],
+                           classifier: Callable[[torch.Tensor], Any], *,
+                           batch_size: int = 64) -> AttributePreservationResult:
     """Accuracy of ``classifier`` on the published images against the original images' attribute labels.
 
     Args:
@@ -759,8 +684,7 @@ def attribute_preservation(
     _check_images("published", published)
     if not callable(classifier):
         raise InvalidArgumentError(f"classifier must be callable, got {type(classifier).__name__}")
-    single = isinstance(labels, torch.Tensor)
-    lab = {"attribute": labels} if single else dict(labels)
+    lab = {"attribute": labels} if isinstance(labels, torch.Tensor) else dict(labels)
     if not lab:
         raise InsufficientDataError("labels: need at least one attribute")
     for k, v in lab.items():
@@ -795,8 +719,7 @@ def attribute_preservation(
         keep = y >= 0
         if not bool(keep.any()):
             raise InsufficientDataError(f"labels[{k!r}] has no known (>= 0) label")
-        pred = logits.argmax(dim=1)
-        acc[k] = float((pred[keep] == y[keep]).to(F64).mean())
+        acc[k] = float((logits.argmax(dim=1)[keep] == y[keep]).to(F64).mean())
         maj[k] = float(torch.bincount(y[keep]).max()) / int(keep.sum())
         cnt[k] = int(keep.sum())
     return AttributePreservationResult(accuracy=acc, majority=maj, n=cnt)

@@ -52,30 +52,10 @@ from .._validate import check_choice, check_int, check_positive, check_tensor
 from ..errors import InsufficientDataError, InvalidArgumentError
 from ..linalg import numerical_rank, top_singular_directions
 
-__all__ = [
-    "ENCODER_MAX_MULT",
-    "GENERATOR_MAX_MULT",
-    "DISCRIMINATOR_MAX_MULT",
-    "check_image_size",
-    "IdentityEncoder",
-    "AttributeEncoder",
-    "Decoder",
-    "Generator",
-    "Discriminator",
-    "DISCRIMINATOR_NORMS",
-    "UPSAMPLE_MODES",
-    "SpectralNormConv2d",
-    "CosineClassifier",
-    "MultiHeadClassifier",
-    "IdentityAdversary",
-    "grad_reverse",
-    "identity_attribute_directions",
-    "init_weights",
-    "project_to_sphere",
-    "Enc_id",
-    "Enc_att",
-    "Dec",
-]
+__all__ = ["ENCODER_MAX_MULT", "GENERATOR_MAX_MULT", "DISCRIMINATOR_MAX_MULT", "check_image_size", "IdentityEncoder",
+           "AttributeEncoder", "Decoder", "Generator", "Discriminator", "DISCRIMINATOR_NORMS", "UPSAMPLE_MODES",
+           "SpectralNormConv2d", "CosineClassifier", "MultiHeadClassifier", "IdentityAdversary", "grad_reverse",
+           "identity_attribute_directions", "init_weights", "project_to_sphere", "Enc_id", "Enc_att", "Dec"]
 
 #: Channel caps (multiples of ``width``): the encoders stop at 8x (512 at width 64), the generator and the
 #: discriminator at 16x (1024 at width 64), as in docs/synthesisnet.md §4.
@@ -169,8 +149,7 @@ def identity_attribute_directions(x: torch.Tensor, labels: torch.Tensor, *, id_d
     if id_dim + att_dim > d:
         raise InvalidArgumentError(f"id_dim + att_dim must be <= {d} (the pixels), got {id_dim + att_dim}")
     x = x.detach().to("cpu", torch.float64)
-    lab = labels.detach().to("cpu").long()
-    _, lab = torch.unique(lab, return_inverse=True)
+    _, lab = torch.unique(labels.detach().to("cpu").long(), return_inverse=True)
     k = int(lab.max()) + 1
     counts = torch.bincount(lab, minlength=k).to(torch.float64)
     mean = x.mean(0)
@@ -229,17 +208,13 @@ class SpectralNormConv2d(nn.Conv2d):
             self.u.copy_(F.normalize(w @ v, dim=0, eps=1e-12))
 
     def normalized_weight(self) -> torch.Tensor:
+        if self.training:
+            self.power_iterations(1)
         w = self.weight.flatten(1)
         with torch.no_grad():
-            u = self.u
+            u = self.u.clone()  # a copy: the next training forward pass updates the buffer before this backward
             v = F.normalize(w.T @ u, dim=0, eps=1e-12)
-            if self.training:
-                u = F.normalize(w @ v, dim=0, eps=1e-12)
-                v = F.normalize(w.T @ u, dim=0, eps=1e-12)
-                self.u.copy_(u)
-                u = u.clone()
-        sigma = torch.dot(u, w @ v)
-        return self.weight / sigma.clamp_min(1e-12)
+        return self.weight / torch.dot(u, w @ v).clamp_min(1e-12)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self._conv_forward(x, self.normalized_weight(), self.bias)
@@ -374,10 +349,9 @@ class Decoder(nn.Module):
         self.fc = nn.Linear(self.id_dim + self.att_dim, chans[0] * 16)
         layers: list[nn.Module] = []
         for j in range(n):
-            c_in = chans[j]
             last = j == n - 1
             c_out = 3 if last else chans[j + 1]
-            layers += _upsample_block(c_in, c_out, self.upsample, bias=last)
+            layers += _upsample_block(chans[j], c_out, self.upsample, bias=last)
             if not last:
                 layers += [nn.InstanceNorm2d(c_out, affine=True), nn.ReLU(inplace=True)]
         self.net = nn.Sequential(*layers)  # the tanh is applied in forward, after the linear path
@@ -485,9 +459,7 @@ class IdentityAdversary(nn.Module):
         self.input_scale = check_positive("input_scale", input_scale)
         self.net = nn.Sequential(
             nn.Linear(check_int("in_dim", in_dim, minimum=1), check_int("hidden", hidden, minimum=1)),
-            nn.ReLU(inplace=True),
-            nn.Linear(hidden, check_int("n_classes", n_classes, minimum=1)),
-        )
+            nn.ReLU(inplace=True), nn.Linear(hidden, check_int("n_classes", n_classes, minimum=1)))
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
         return self.net(z / self.input_scale)

@@ -64,36 +64,15 @@ from dp_accounting import NonPrivateDpEvent
 from torch import nn
 from torch.nn import functional as F
 
-from .._validate import (
-    check_choice,
-    check_epsilon,
-    check_int,
-    check_nonnegative,
-    check_positive,
-    check_probability,
-    check_tensor,
-)
+from .._validate import (check_choice, check_epsilon, check_int, check_nonnegative, check_positive, check_probability,
+                         check_tensor)
 from ..data.types import FaceSet
 from ..device import resolve_device
 from ..errors import InsufficientDataError, InvalidArgumentError, PrivkitError, ShapeError, UnknownNameError
 from ..privacy import Neighbouring, PrivacyGuarantee
-from .models import (
-    DISCRIMINATOR_NORMS,
-    UPSAMPLE_MODES,
-    AttributeEncoder,
-    CosineClassifier,
-    Decoder,
-    Discriminator,
-    Generator,
-    IdentityAdversary,
-    IdentityEncoder,
-    MultiHeadClassifier,
-    check_image_size,
-    grad_reverse,
-    identity_attribute_directions,
-    init_weights,
-    project_to_sphere,
-)
+from .models import (DISCRIMINATOR_NORMS, UPSAMPLE_MODES, AttributeEncoder, CosineClassifier, Decoder, Discriminator,
+                     Generator, IdentityAdversary, IdentityEncoder, MultiHeadClassifier, check_image_size, grad_reverse,
+                     identity_attribute_directions, init_weights, project_to_sphere)
 from .losses import PERCEPTUAL_NETWORKS, make_perceptual_loss
 from .privatize import CLIP_NORM_PER_DIM, privatize_latent
 
@@ -226,14 +205,12 @@ class SynthesisNetConfig:
         set_("att_dim", check_int("att_dim", self.att_dim, minimum=1))
         # None stays None (automatic, follows id_dim/att_dim also through dataclasses.replace); the values in use
         # are effective_clip_norm and effective_att_radius.
-        if self.clip_norm is not None:
-            set_("clip_norm", check_positive("clip_norm", self.clip_norm))
-        if self.att_radius is not None:
-            set_("att_radius", check_positive("att_radius", self.att_radius))
-        check_choice("noise", self.noise, NOISE_MODES)
-        check_choice("discriminator_norm", self.discriminator_norm, DISCRIMINATOR_NORMS)
-        check_choice("upsample", self.upsample, UPSAMPLE_MODES)
-        check_choice("perceptual", self.perceptual, PERCEPTUAL_NETWORKS)
+        for name in ("clip_norm", "att_radius"):
+            if getattr(self, name) is not None:
+                set_(name, check_positive(name, getattr(self, name)))
+        for name, choices in (("noise", NOISE_MODES), ("discriminator_norm", DISCRIMINATOR_NORMS),
+                              ("upsample", UPSAMPLE_MODES), ("perceptual", PERCEPTUAL_NETWORKS)):
+            check_choice(name, getattr(self, name), choices)
         set_("linear_init_images", check_int("linear_init_images", self.linear_init_images, minimum=2))
         for name in ("auxiliary_classifier", "project_noisy", "init_generator_from_decoder", "linear_path"):
             if not isinstance(getattr(self, name), bool):
@@ -449,10 +426,8 @@ class SynthesisNet:
             if a not in faceset.attributes:
                 raise UnknownNameError("attributes", a, faceset.attributes)
         if self.config.auxiliary_classifier and not names:
-            raise InsufficientDataError(
-                "the auxiliary classifier needs attribute labels but the faceset has none; "
-                "use a faceset with attributes or auxiliary_classifier=False"
-            )
+            raise InsufficientDataError("the auxiliary classifier needs attribute labels but the faceset has none; "
+                                        "use a faceset with attributes or auxiliary_classifier=False")
         cols, classes = [], []
         for a in names:
             v = faceset.attributes[a]
@@ -467,18 +442,9 @@ class SynthesisNet:
         attr = torch.stack(cols, dim=1) if cols else torch.zeros(n, 0, dtype=torch.long)
         return id_labels, attr, tuple(names), tuple(classes)
 
-    def fit(
-        self,
-        faceset: FaceSet,
-        *,
-        epochs_ae: int = 10,
-        epochs_gan: int = 10,
-        batch_size: int = 64,
-        seed: int = 0,
-        device: str | torch.device = "auto",
-        progress: bool = False,
-        autoencoder_from: "SynthesisNet | None" = None,
-    ) -> "SynthesisNet":
+    def fit(self, faceset: FaceSet, *, epochs_ae: int = 10, epochs_gan: int = 10, batch_size: int = 64, seed: int = 0,
+            device: str | torch.device = "auto", progress: bool = False,
+            autoencoder_from: "SynthesisNet | None" = None) -> "SynthesisNet":
         """Train the autoencoder, then the GAN, on ``faceset`` (from scratch; a refit discards earlier weights).
 
         Args:
@@ -576,8 +542,7 @@ class SynthesisNet:
         lin.bias.copy_((-(id_dirs @ mean) * scale).to(lin.bias))
         dec = m["decoder"]
         dec.last_layer.weight.zero_()
-        if dec.last_layer.bias is not None:
-            dec.last_layer.bias.zero_()
+        dec.last_layer.bias.zero_()  # the decoder's last layer always has a bias
         z_id, _ = self.encode(x.to(self._device, torch.float32).view(-1, 3, c.image_size, c.image_size) * 0.5 + 0.5)
         z64 = z_id.to("cpu", torch.float64) / dec.id_scale
         u = torch.cat([z64, torch.ones(z64.shape[0], 1, dtype=torch.float64)], 1)
@@ -594,63 +559,58 @@ class SynthesisNet:
             return l1, l1
         return l1 + self.config.lambda_perceptual * self._perceptual(output, target), l1
 
-    def _batches(self, n: int, batch_size: int, g: torch.Generator) -> list[torch.Tensor]:
-        perm = torch.randperm(n, generator=g)
-        return list(torch.split(perm, batch_size))
-
-    def _sync(self) -> None:
-        if self._device.type == "cuda":
-            torch.cuda.synchronize(self._device)
-
-    def _train_autoencoder(self, images, id_labels, attr, epochs, batch_size, g, progress) -> None:
+    def _epochs(self, phase: str, images: torch.Tensor, attr: torch.Tensor, epochs: int, batch_size: int,
+                g: torch.Generator, progress: bool):
+        """Yield ``(idx, x, a, meter)`` for every shuffled batch of ``epochs`` epochs (a new permutation from ``g``
+        per epoch): the rows, their images in ``[-1, 1]`` and attribute labels on the model's device, and the
+        epoch's :class:`_Meter`. Records the meter's means in ``history[phase]`` after every epoch, and the phase's
+        images/s and seconds in ``history["throughput"]`` at the end."""
         from tqdm.auto import tqdm
 
-        c, m, dev = self.config, self._modules, self._device
-        nets = [m[k] for k in _AUTOENCODER_MODULES]
-        params = [p for net in nets for p in net.parameters()]
-        opt = torch.optim.Adam(params, lr=c.lr_ae, betas=(c.beta1, c.beta2))
-        for net in nets:
-            net.train()
-        n = images.shape[0]
+        n, dev = images.shape[0], self._device
         seen, t0 = 0, time.perf_counter()
-        bar = tqdm(total=epochs * math.ceil(n / batch_size), desc="SynthesisNet autoencoder", disable=not progress)
+        bar = tqdm(total=epochs * math.ceil(n / batch_size), disable=not progress,
+                   desc="SynthesisNet autoencoder" if phase == "ae" else "SynthesisNet GAN")
         for epoch in range(epochs):
             meter = _Meter()
-            for idx in self._batches(n, batch_size, g):
-                x = images[idx.to(images.device)].to(dev, torch.float32) * 2.0 - 1.0
-                y = id_labels[idx].to(dev)
-                a = attr[idx].to(dev)
-                z_id = m["id_encoder"](x)
-                z_att = m["att_encoder"](x)
-                rec = m["decoder"](z_id, z_att)
-                l_rec, l1 = self._reconstruction_loss(rec, x)
-                id_logits = m["id_classifier"](z_id)
-                l_id = F.cross_entropy(id_logits, y)
-                l_att, att_acc = _attribute_loss(m["att_classifier"](z_att), a)
-                adv_logits = m["id_adversary"](grad_reverse(z_att, 1.0))
-                l_adv = F.cross_entropy(adv_logits, y)
-                loss = c.lambda_ae_rec * l_rec + c.lambda_id * l_id + c.lambda_att * l_att.to(dev) + \
-                    c.lambda_adv * l_adv
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                b = x.shape[0]
-                seen += b
-                meter.add(b, loss=loss, rec_l1=l1, rec=l_rec, id_ce=l_id,
-                          id_acc=float((id_logits.argmax(1) == y).float().mean()),
-                          att_ce=l_att if a.shape[1] > 0 else float("nan"), att_acc=att_acc,
-                          adv_ce=l_adv, adv_acc=float((adv_logits.argmax(1) == y).float().mean()))
+            for idx in torch.split(torch.randperm(n, generator=g), batch_size):
+                yield idx, images[idx.to(images.device)].to(dev, torch.float32) * 2.0 - 1.0, attr[idx].to(dev), meter
+                seen += idx.numel()
                 bar.update(1)
-            self.history["ae"].append({"epoch": epoch + 1, **meter.means()})
+            self.history[phase].append({"epoch": epoch + 1, **meter.means()})
         bar.close()
-        self._sync()
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
         dt = time.perf_counter() - t0
-        self.history["throughput"]["ae_images_per_s"] = seen / dt if seen and dt > 0 else None
-        self.history["throughput"]["ae_seconds"] = dt
+        self.history["throughput"][f"{phase}_images_per_s"] = seen / dt if seen and dt > 0 else None
+        self.history["throughput"][f"{phase}_seconds"] = dt
+
+    def _train_autoencoder(self, images, id_labels, attr, epochs, batch_size, g, progress) -> None:
+        c, m, dev = self.config, self._modules, self._device
+        nets = [m[k] for k in _AUTOENCODER_MODULES]
+        opt = torch.optim.Adam([p for net in nets for p in net.parameters()], lr=c.lr_ae, betas=(c.beta1, c.beta2))
+        for net in nets:
+            net.train()
+        for idx, x, a, meter in self._epochs("ae", images, attr, epochs, batch_size, g, progress):
+            y = id_labels[idx].to(dev)
+            z_id = m["id_encoder"](x)
+            z_att = m["att_encoder"](x)
+            l_rec, l1 = self._reconstruction_loss(m["decoder"](z_id, z_att), x)
+            id_logits = m["id_classifier"](z_id)
+            l_id = F.cross_entropy(id_logits, y)
+            l_att, att_acc = _attribute_loss(m["att_classifier"](z_att), a)
+            adv_logits = m["id_adversary"](grad_reverse(z_att, 1.0))
+            l_adv = F.cross_entropy(adv_logits, y)
+            loss = c.lambda_ae_rec * l_rec + c.lambda_id * l_id + c.lambda_att * l_att.to(dev) + c.lambda_adv * l_adv
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            meter.add(x.shape[0], loss=loss, rec_l1=l1, rec=l_rec, id_ce=l_id,
+                      id_acc=float((id_logits.argmax(1) == y).float().mean()),
+                      att_ce=l_att if a.shape[1] > 0 else float("nan"), att_acc=att_acc,
+                      adv_ce=l_adv, adv_acc=float((adv_logits.argmax(1) == y).float().mean()))
 
     def _train_gan(self, images, attr, epochs, batch_size, g, progress) -> None:
-        from tqdm.auto import tqdm
-
         c, m, dev = self.config, self._modules, self._device
         G, D = m["generator"], m["discriminator"]
         if c.init_generator_from_decoder:
@@ -662,88 +622,63 @@ class SynthesisNet:
         opt_g = torch.optim.Adam(G.parameters(), lr=c.lr, betas=(c.beta1, c.beta2))
         opt_d = torch.optim.Adam(D.parameters(), lr=c.lr, betas=(c.beta1, c.beta2))
         aux = D.has_classifier
-        n = images.shape[0]
-        seen, t0 = 0, time.perf_counter()
-        bar = tqdm(total=epochs * math.ceil(n / batch_size), desc="SynthesisNet GAN", disable=not progress)
-        for epoch in range(epochs):
-            meter = _Meter()
-            for idx in self._batches(n, batch_size, g):
-                x = images[idx.to(images.device)].to(dev, torch.float32) * 2.0 - 1.0
-                a = attr[idx].to(dev)
-                b = x.shape[0]
-                with torch.no_grad():
-                    z_id = m["id_encoder"](x)
-                    z_att = m["att_encoder"](x)
-                swap = (torch.rand(b, generator=g) < c.swap_prob) if b > 1 else torch.zeros(b, dtype=torch.bool)
-                swap = swap.to(dev)
-                if bool(swap.any()):
-                    partner = torch.roll(torch.arange(b, device=dev), 1)
-                    z_id = torch.where(swap[:, None], z_id[partner], z_id)
-                noised = torch.zeros(b, dtype=torch.bool, device=dev)
-                if c.noise_prob > 0 and c.noise != "none":
-                    pick = torch.rand(b, generator=g) < c.noise_prob
-                    if bool(pick.any()):
-                        lo, hi = (math.log(v) for v in c.train_epsilons)
-                        eps = math.exp(lo + (hi - lo) * float(torch.rand((), generator=g)))
-                        rows = torch.nonzero(pick).flatten().to(dev)
-                        nid, natt, _ = self.privatize(z_id[rows].cpu(), z_att[rows].cpu(), epsilon=eps, generator=g)
-                        z_id, z_att = z_id.clone(), z_att.clone()
-                        z_id[rows] = nid.to(dev, z_id.dtype)
-                        z_att[rows] = natt.to(dev, z_att.dtype)
-                        noised = pick.to(dev)
+        for _, x, a, meter in self._epochs("gan", images, attr, epochs, batch_size, g, progress):
+            b = x.shape[0]
+            with torch.no_grad():
+                z_id = m["id_encoder"](x)
+                z_att = m["att_encoder"](x)
+            swap = ((torch.rand(b, generator=g) < c.swap_prob) if b > 1 else torch.zeros(b, dtype=torch.bool)).to(dev)
+            z_id = torch.where(swap[:, None], z_id.roll(1, dims=0), z_id)  # the previous image's identity
+            noised = torch.zeros(b, dtype=torch.bool, device=dev)
+            if c.noise_prob > 0 and c.noise != "none":
+                pick = torch.rand(b, generator=g) < c.noise_prob
+                if bool(pick.any()):
+                    lo, hi = (math.log(v) for v in c.train_epsilons)
+                    eps = math.exp(lo + (hi - lo) * float(torch.rand((), generator=g)))
+                    noised = pick.to(dev)
+                    nid, natt, _ = self.privatize(z_id[noised].cpu(), z_att[noised].cpu(), epsilon=eps, generator=g)
+                    z_id[noised] = nid.to(dev, z_id.dtype)
+                    z_att[noised] = natt.to(dev, z_att.dtype)
 
-                # discriminator (and auxiliary classifier) step
-                fake = G(z_id, z_att)
-                real_logit, real_cls = D(x)
-                fake_logit, fake_cls = D(fake.detach())
-                l_d = F.binary_cross_entropy_with_logits(real_logit, torch.ones_like(real_logit)) + \
-                    F.binary_cross_entropy_with_logits(fake_logit, torch.zeros_like(fake_logit))
-                cls_real_acc = cls_fake_acc = float("nan")
-                if aux:
-                    l_cr, cls_real_acc = _attribute_loss(real_cls, a)
-                    l_cf, cls_fake_acc = _attribute_loss(fake_cls, a)
-                    l_d = l_d + c.lambda_cls * l_cr + c.lambda_cls_fake * l_cf
-                opt_d.zero_grad(set_to_none=True)
-                l_d.backward()
-                opt_d.step()
+            # discriminator (and auxiliary classifier) step
+            fake = G(z_id, z_att)
+            real_logit, real_cls = D(x)
+            fake_logit, fake_cls = D(fake.detach())
+            l_d = F.binary_cross_entropy_with_logits(real_logit, torch.ones_like(real_logit)) + \
+                F.binary_cross_entropy_with_logits(fake_logit, torch.zeros_like(fake_logit))
+            cls_real_acc = cls_fake_acc = float("nan")
+            if aux:
+                l_cr, cls_real_acc = _attribute_loss(real_cls, a)
+                l_cf, cls_fake_acc = _attribute_loss(fake_cls, a)
+                l_d = l_d + c.lambda_cls * l_cr + c.lambda_cls_fake * l_cf
+            opt_d.zero_grad(set_to_none=True)
+            l_d.backward()
+            opt_d.step()
 
-                # generator step (D frozen)
-                for p in D.parameters():
-                    p.requires_grad_(False)
-                logit, cls = D(fake)
-                l_gadv = F.binary_cross_entropy_with_logits(logit, torch.ones_like(logit))
-                keep = ~swap & ~noised
-                l_rec, l1 = (self._reconstruction_loss(fake[keep], x[keep]) if bool(keep.any())
-                             else (fake.new_zeros(()), fake.new_zeros(())))
-                l_g = l_gadv + c.lambda_rec * l_rec
-                l_gcls = None
-                if aux:
-                    l_gcls, _ = _attribute_loss(cls, a)
-                    l_g = l_g + c.lambda_cls * l_gcls
-                opt_g.zero_grad(set_to_none=True)
-                l_g.backward()
-                opt_g.step()
-                for p in D.parameters():
-                    p.requires_grad_(True)
-
-                seen += b
-                meter.add(b, d_loss=l_d, g_loss=l_g, g_adv=l_gadv,
-                          g_rec_l1=l1 if bool(keep.any()) else float("nan"),
-                          g_rec=l_rec if bool(keep.any()) else float("nan"),
-                          g_cls=l_gcls if l_gcls is not None else float("nan"),
-                          d_real_acc=float((real_logit > 0).float().mean()),
-                          d_fake_acc=float((fake_logit < 0).float().mean()),
-                          cls_real_acc=cls_real_acc, cls_fake_acc=cls_fake_acc,
-                          swap_rate=float(swap.float().mean()), noise_rate=float(noised.float().mean()))
-                bar.update(1)
-            self.history["gan"].append({"epoch": epoch + 1, **meter.means()})
-        bar.close()
+            # generator step (D frozen)
+            D.requires_grad_(False)
+            logit, cls = D(fake)
+            l_gadv = F.binary_cross_entropy_with_logits(logit, torch.ones_like(logit))
+            keep = ~swap & ~noised
+            rec = bool(keep.any())  # False when every sample was swapped or noised: no reconstruction term
+            l_rec, l1 = self._reconstruction_loss(fake[keep], x[keep]) if rec else (fake.new_zeros(()),) * 2
+            l_g = l_gadv + c.lambda_rec * l_rec
+            l_gcls = None
+            if aux:
+                l_gcls, _ = _attribute_loss(cls, a)
+                l_g = l_g + c.lambda_cls * l_gcls
+            opt_g.zero_grad(set_to_none=True)
+            l_g.backward()
+            opt_g.step()
+            D.requires_grad_(True)
+            meter.add(b, d_loss=l_d, g_loss=l_g, g_adv=l_gadv, g_rec_l1=l1 if rec else None,
+                      g_rec=l_rec if rec else None, g_cls=l_gcls,
+                      d_real_acc=float((real_logit > 0).float().mean()),
+                      d_fake_acc=float((fake_logit < 0).float().mean()),
+                      cls_real_acc=cls_real_acc, cls_fake_acc=cls_fake_acc,
+                      swap_rate=float(swap.float().mean()), noise_rate=float(noised.float().mean()))
         G.eval()
         D.eval()
-        self._sync()
-        dt = time.perf_counter() - t0
-        self.history["throughput"]["gan_images_per_s"] = seen / dt if seen and dt > 0 else None
-        self.history["throughput"]["gan_seconds"] = dt
 
     # ------------------------------------------------------------------------------------------ inference
     @torch.no_grad()
@@ -753,14 +688,12 @@ class SynthesisNet:
         self._require_fitted()
         _check_images(images, self.config.image_size)
         batch_size = check_int("batch_size", batch_size, minimum=1)
-        m = self._modules
-        m["id_encoder"].eval()
-        m["att_encoder"].eval()
+        enc_id, enc_att = self._modules["id_encoder"].eval(), self._modules["att_encoder"].eval()
         zi, za = [], []
         for i in range(0, images.shape[0], batch_size):
             x = images[i : i + batch_size].to(self._device, torch.float32) * 2.0 - 1.0
-            zi.append(m["id_encoder"](x))
-            za.append(m["att_encoder"](x))
+            zi.append(enc_id(x))
+            za.append(enc_att(x))
         if not zi:
             return (torch.empty(0, self.config.id_dim, device=self._device),
                     torch.empty(0, self.config.att_dim, device=self._device))
@@ -776,8 +709,7 @@ class SynthesisNet:
         check_tensor("z_id", z_id, shape=(None, c.id_dim), floating=True)
         check_tensor("z_att", z_att, shape=(z_id.shape[0], c.att_dim), floating=True)
         batch_size = check_int("batch_size", batch_size, minimum=1)
-        net = self._modules[network]
-        net.eval()
+        net = self._modules[network].eval()
         out = [net(z_id[i : i + batch_size].to(self._device, torch.float32),
                    z_att[i : i + batch_size].to(self._device, torch.float32))
                for i in range(0, z_id.shape[0], batch_size)]
@@ -790,14 +722,8 @@ class SynthesisNet:
         z_id, z_att = self.encode(images, batch_size=batch_size)
         return self.synthesize(z_id, z_att, batch_size=batch_size, network="decoder")
 
-    def privatize(
-        self,
-        z_id: torch.Tensor,
-        z_att: torch.Tensor,
-        *,
-        epsilon: float | None,
-        generator: torch.Generator | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor, PrivacyGuarantee]:
+    def privatize(self, z_id: torch.Tensor, z_att: torch.Tensor, *, epsilon: float | None,
+                  generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor, PrivacyGuarantee]:
         """Apply the configured noise (``config.noise``) to latents; returns ``(z_id~, z_att~, guarantee)``.
 
         ``noise="identity"``: metric-DP noise on ``z_id`` (clip norm ``clip_norm``), ``z_att`` unchanged.
@@ -810,42 +736,34 @@ class SynthesisNet:
         check_tensor("z_att", z_att, shape=(z_id.shape[0], c.att_dim), floating=True)
         if c.noise == "none":
             req = None if epsilon is None else check_epsilon(epsilon)
-            guarantee = PrivacyGuarantee(
-                epsilon=math.inf, delta=1.0,
-                neighbours=Neighbouring(relation="replace-one", unit="one published face",
-                                        detail="ablation without noise: no relation is protected"),
+            return z_id, z_att, PrivacyGuarantee(
+                epsilon=math.inf, delta=1.0, neighbours=Neighbouring(
+                    relation="replace-one", unit="one published face",
+                    detail="ablation without noise: no relation is protected"),
                 protects="nothing", event=NonPrivateDpEvent(), requested_epsilon=req,
                 processing=("SynthesisNet ablation: the latents are used without DP noise",),
-                notes=("the identity latent is used as is: published faces keep their identity",),
-            )
-            return z_id, z_att, guarantee
+                notes=("the identity latent is used as is: published faces keep their identity",))
         if epsilon is None:
             raise InvalidArgumentError(f"epsilon is required (> 0) when noise={c.noise!r}")
         eps = check_epsilon(epsilon)
-        post = ("the noisy latent is projected back onto the latent sphere(s) before the generator "
-                "(post-processing: the guarantee is unchanged)",) if c.project_noisy else ()
+        last_notes = ("the noisy latent is projected back onto the latent sphere(s) before the generator "
+                      "(post-processing: the guarantee is unchanged)",) if c.project_noisy else ()
+        last_notes += ("the networks are trained without DP: publish faces outside the training set",)
         if c.noise == "identity":
-            notes = (
-                "published image = G(noisy identity latent, attribute latent): for a fixed attribute latent it is "
-                "post-processing of the noisy identity latent; the attribute latent is released WITHOUT noise, so "
-                "identity information it still carries is not covered",
-                "NOT covered: the attribute latent z_att (an attacker who holds the model can read what identity it "
-                "carries: privkit measures this leak, it does not bound it), the image regions and cues the "
-                "generator renders from z_att (pose, lighting, occlusion, skin tone), and the training faces",
-                *post,
-                "the networks are trained without DP: publish faces outside the training set",
-            )
+            notes = ("published image = G(noisy identity latent, attribute latent): for a fixed attribute latent it "
+                     "is post-processing of the noisy identity latent; the attribute latent is released WITHOUT "
+                     "noise, so identity information it still carries is not covered",
+                     "NOT covered: the attribute latent z_att (an attacker who holds the model can read what identity "
+                     "it carries: privkit measures this leak, it does not bound it), the image regions and cues the "
+                     "generator renders from z_att (pose, lighting, occlusion, skin tone), and the training faces",
+                     *last_notes)
             noisy, guarantee = privatize_latent(z_id, epsilon=eps, clip_norm=c.effective_clip_norm, generator=generator,
                                                 latent="identity latent", extra_notes=notes)
             if c.project_noisy:
                 noisy = project_to_sphere(noisy, c.effective_clip_norm)
             return noisy, z_att, guarantee
-        notes = (
-            "ablation: noise on the whole latent (identity and attribute); the published image is "
-            "post-processing of the noisy latent, so the guarantee covers the whole image release",
-            *post,
-            "the networks are trained without DP: publish faces outside the training set",
-        )
+        notes = ("ablation: noise on the whole latent (identity and attribute); the published image is "
+                 "post-processing of the noisy latent, so the guarantee covers the whole image release", *last_notes)
         z = torch.cat([z_id, z_att.to(z_id.device, z_id.dtype)], dim=1)
         noisy, guarantee = privatize_latent(z, epsilon=eps, clip_norm=c.whole_clip_norm, generator=generator,
                                             latent="whole latent (identity and attribute)", extra_notes=notes)
@@ -855,14 +773,8 @@ class SynthesisNet:
             natt = project_to_sphere(natt, c.effective_att_radius)
         return nid, natt, guarantee
 
-    def publish(
-        self,
-        images: torch.Tensor,
-        *,
-        epsilon: float | None,
-        generator: torch.Generator | None = None,
-        batch_size: int = 256,
-    ) -> tuple[torch.Tensor, PrivacyGuarantee]:
+    def publish(self, images: torch.Tensor, *, epsilon: float | None, generator: torch.Generator | None = None,
+                batch_size: int = 256) -> tuple[torch.Tensor, PrivacyGuarantee]:
         """Publish synthetic replacements of ``images``: encode, add metric-DP identity noise, re-synthesise.
 
         Args:
@@ -891,14 +803,9 @@ class SynthesisNet:
         tensors = {f"{name}.{k}": v.detach().to("cpu").contiguous().clone()
                    for name, mod in self._modules.items() for k, v in mod.state_dict().items()}
         save_file(tensors, str(folder / _WEIGHTS), metadata={"format": FORMAT})
-        meta = {
-            "format": FORMAT,
-            "config": self.config.to_dict(),
-            "n_identities": self.n_identities,
-            "attribute_names": list(self.attribute_names),
-            "attribute_classes": list(self.attribute_classes),
-            "history": self.history,
-        }
+        meta = {"format": FORMAT, "config": self.config.to_dict(), "n_identities": self.n_identities,
+                "attribute_names": list(self.attribute_names), "attribute_classes": list(self.attribute_classes),
+                "history": self.history}
         (folder / _META).write_text(json.dumps(meta, indent=1, allow_nan=True))
         return folder
 

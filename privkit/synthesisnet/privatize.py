@@ -52,17 +52,8 @@ from .._validate import check_epsilon, check_int, check_positive, check_tensor
 from ..errors import InvalidArgumentError
 from ..privacy import Neighbouring, PrivacyGuarantee, make_generator, sample_metric_laplace
 
-__all__ = [
-    "CLIP_NORM_PER_DIM",
-    "MECHANISM",
-    "default_clip_norm",
-    "noise_radius_mean",
-    "angle_after_noise",
-    "clip_rows",
-    "metric_guarantee",
-    "privatize_latent",
-    "privatize_identity",
-]
+__all__ = ["CLIP_NORM_PER_DIM", "MECHANISM", "default_clip_norm", "noise_radius_mean", "angle_after_noise", "clip_rows",
+           "metric_guarantee", "privatize_latent", "privatize_identity"]
 
 #: ``clip_norm = CLIP_NORM_PER_DIM * d`` puts the kept/hidden transition at epsilon = 0.1 (see the module docstring).
 CLIP_NORM_PER_DIM = 10.0
@@ -120,45 +111,29 @@ def metric_guarantee(epsilon: float, clip_norm: float, dim: int, *, latent: str 
         f"noise: one independent draw per face, radius ~ Gamma({d}, 1/ε) (mean d/ε = {d / eps:g}, "
         f"{d / (eps * c):.3g} × clip_norm) times a uniform direction; d = {d}, clip_norm = {c:g}",
         "each face has its own draw, so a batch release gives every face the same per-face guarantee",
-        _FLOATING_POINT_NOTE,
-        *extra_notes,
-    )
+        _FLOATING_POINT_NOTE, *extra_notes)
     neighbours = Neighbouring(relation="metric", unit=f"one face's clipped {latent}", bound=2.0 * c, norm="l2")
     return PrivacyGuarantee(
-        epsilon=eps * 2.0 * c,
-        delta=0.0,
-        neighbours=neighbours,
-        protects=f"the {latent}",
+        epsilon=eps * 2.0 * c, delta=0.0, neighbours=neighbours, protects=f"the {latent}", notes=notes,
         # scale 1/ε per unit of distance, relative to the bound 2·clip_norm: pure ε = 1/noise_multiplier = ε·2c
-        event=LaplaceDpEvent(noise_multiplier=1.0 / (eps * 2.0 * c)),
-        notes=notes,
+        event=LaplaceDpEvent(noise_multiplier=1.0 / (eps * 2.0 * c)), accountant="laplace",
         processing=(f"{MECHANISM}: clip each row to norm {c:g}, add one independent draw per face "
-                    f"(radius ~ Gamma({d}, 1/ε) times a uniform direction)",),
-        accountant="laplace",
-    )
+                    f"(radius ~ Gamma({d}, 1/ε) times a uniform direction)",))
 
 
-def _noise(n: int, d: int, epsilon: float, generator: torch.Generator | None,
-           like: torch.Tensor) -> torch.Tensor:
+def _noise(n: int, d: int, epsilon: float, generator: torch.Generator | None, like: torch.Tensor) -> torch.Tensor:
     if generator is None:
         generator = make_generator(secure=True, device=like.device if like.device.type == "cuda" else None)
     elif not isinstance(generator, torch.Generator):
         raise InvalidArgumentError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
     # Drawn on the generator's device (a CPU generator gives the same noise for CPU and CUDA latents), float64.
-    noise = sample_metric_laplace(n, d, epsilon=epsilon, generator=generator, device=generator.device,
-                                  dtype=torch.float64)
-    return noise.to(like.device)
+    return sample_metric_laplace(n, d, epsilon=epsilon, generator=generator, device=generator.device,
+                                 dtype=torch.float64).to(like.device)
 
 
-def privatize_latent(
-    z: torch.Tensor,
-    *,
-    epsilon: float,
-    clip_norm: float,
-    generator: torch.Generator | None = None,
-    latent: str = "identity latent",
-    extra_notes: tuple[str, ...] = (),
-) -> tuple[torch.Tensor, PrivacyGuarantee]:
+def privatize_latent(z: torch.Tensor, *, epsilon: float, clip_norm: float, generator: torch.Generator | None = None,
+                     latent: str = "identity latent",
+                     extra_notes: tuple[str, ...] = ()) -> tuple[torch.Tensor, PrivacyGuarantee]:
     """Clip each row of ``z`` to ``clip_norm`` and add one independent multivariate-Laplace draw per row.
 
     Args:
@@ -187,13 +162,8 @@ def privatize_latent(
     return noisy.to(z.dtype), guarantee
 
 
-def privatize_identity(
-    z_id: torch.Tensor,
-    *,
-    epsilon: float,
-    clip_norm: float,
-    generator: torch.Generator | None = None,
-) -> tuple[torch.Tensor, PrivacyGuarantee]:
+def privatize_identity(z_id: torch.Tensor, *, epsilon: float, clip_norm: float,
+                       generator: torch.Generator | None = None) -> tuple[torch.Tensor, PrivacyGuarantee]:
     """Metric-DP release of identity latents: clip each row to ``clip_norm``, add an independent draw per row.
 
     See the module docstring for the guarantee (``epsilon * d_X``; ``epsilon * 2 clip_norm`` between any two
@@ -215,8 +185,7 @@ def privatize_identity(
         >>> noisy.shape, g.epsilon
         (torch.Size([3, 16]), 32.0)
     """
-    return privatize_latent(z_id, epsilon=epsilon, clip_norm=clip_norm, generator=generator,
-                            latent="identity latent")
+    return privatize_latent(z_id, epsilon=epsilon, clip_norm=clip_norm, generator=generator, latent="identity latent")
 
 
 def angle_after_noise(dim: int, epsilon: float, clip_norm: float) -> float:

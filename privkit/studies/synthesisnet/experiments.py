@@ -46,28 +46,14 @@ from privkit._validate import check_choice, check_int, check_probability, check_
 from privkit.data.types import FaceSet
 from privkit.metrics import resolvable_far as metrics_resolvable_far
 from privkit.errors import InsufficientDataError, InvalidArgumentError, ShapeError
-from privkit.synthesisnet.metrics import identity_distance_from_embeddings, reidentification_from_embeddings
+from privkit.synthesisnet.metrics import (_bootstrap_ci, _check_bootstrap, _check_seed, _percentile_ci, _resample,
+                                          identity_distance_from_embeddings, reidentification_from_embeddings)
 from privkit.synthesisnet.pipeline import NOISE_MODES, SynthesisNet, SynthesisNetConfig
 
-__all__ = [
-    "net_config",
-    "split_identities",
-    "first_per_identity",
-    "with_noise",
-    "AttributeProbe",
-    "resolvable_far",
-    "judge_release",
-    "rank1_chance_interval",
-    "distance_decrease_failures",
-    "latent_pair_distances",
-    "epsilon_meaning_curves",
-    "latent_identity_leakage",
-    "image_grid",
-    "faceres_outputs",
-    "gender_age_agreement",
-    "efficientnet_outputs",
-    "paired_distance_change",
-]
+__all__ = ["net_config", "split_identities", "first_per_identity", "with_noise", "AttributeProbe", "resolvable_far",
+           "judge_release", "rank1_chance_interval", "distance_decrease_failures", "latent_pair_distances",
+           "epsilon_meaning_curves", "latent_identity_leakage", "image_grid", "faceres_outputs", "gender_age_agreement",
+           "efficientnet_outputs", "paired_distance_change"]
 
 
 def net_config(cfg: Any) -> SynthesisNetConfig:
@@ -87,11 +73,10 @@ def split_identities(faces: FaceSet, *, n_train: int, n_test: int, seed: int = 0
     """
     n_train = check_int("n_train", n_train, minimum=1)
     n_test = check_int("n_test", n_test, minimum=1)
-    seed = check_int("seed", seed, minimum=0, maximum=2**63 - 1)
+    seed = _check_seed(seed)
     ids = torch.unique(faces.identity.detach().cpu())
     if ids.numel() < n_train + n_test:
-        raise InsufficientDataError(
-            f"faces has {ids.numel()} identities; n_train + n_test = {n_train + n_test} needed")
+        raise InsufficientDataError(f"faces has {ids.numel()} identities; n_train + n_test = {n_train + n_test} needed")
     perm = ids[torch.randperm(ids.numel(), generator=torch.Generator().manual_seed(seed))]
     identity = faces.identity.detach().cpu()
     train = torch.isin(identity, perm[:n_train])
@@ -180,8 +165,7 @@ class AttributeProbe:
             yk = y.numpy()[keep]
             if np.unique(yk).size < 2:
                 continue
-            clf = LogisticRegression(C=self.c, max_iter=self.max_iter)
-            clf.fit(x[keep], yk)
+            clf = LogisticRegression(C=self.c, max_iter=self.max_iter).fit(x[keep], yk)
             self.models[name] = clf
             self.n_classes[name] = int(y.max()) + 1
             self.train_accuracy[name] = float(clf.score(x[keep], yk))
@@ -228,16 +212,9 @@ def rank1_chance_interval(chance: float, n: int, *, confidence: float = 0.99) ->
     return float(stats.binom.ppf(alpha, n, chance)) / n, float(stats.binom.ppf(1.0 - alpha, n, chance)) / n
 
 
-def judge_release(
-    original_embeddings: torch.Tensor,
-    published_embeddings: torch.Tensor,
-    identities: torch.Tensor,
-    *,
-    far: float = 1e-2,
-    n_bootstrap: int = 200,
-    confidence: float = 0.95,
-    seed: int = 0,
-) -> dict[str, float]:
+def judge_release(original_embeddings: torch.Tensor, published_embeddings: torch.Tensor, identities: torch.Tensor, *,
+                  far: float = 1e-2, n_bootstrap: int = 200, confidence: float = 0.95,
+                  seed: int = 0) -> dict[str, float]:
     """Identity distance (``1 - cos``, identity-cluster bootstrap CI) and re-identification (TAR at a resolvable
     FAR with the threshold from published impostors, with its Wilson CI over the source pairs; rank-1 against the
     originals with its Wilson CI and the chance rate) of one release under one judge. Returns a flat dict (a table
@@ -256,22 +233,16 @@ def judge_release(
     other = ids[:, None] != ids[None, :]
     other_distance = float((1.0 - ep @ eo.T)[other].mean())
     n = reid.n_probes
-    k = round(reid.rank1 * n)
-    ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+    ci = stats.binomtest(round(reid.rank1 * n), n).proportion_ci(confidence_level=confidence, method="wilson")
     tci = stats.binomtest(round(reid.tar * n), n).proportion_ci(confidence_level=confidence, method="wilson")
-    return {
-        "identity_distance": dist.mean, "distance_low": dist.ci_low, "distance_high": dist.ci_high,
-        "other_identity_distance": other_distance,
-        "tar": reid.tar, "tar_low": float(tci.low), "tar_high": float(tci.high), "far": far_used,
-        "rank1": reid.rank1, "rank1_low": float(ci.low),
-        "rank1_high": float(ci.high), "rank1_chance": reid.rank1_chance, "n_probes": n,
-    }
+    return {"identity_distance": dist.mean, "distance_low": dist.ci_low, "distance_high": dist.ci_high,
+            "other_identity_distance": other_distance, "tar": reid.tar, "tar_low": float(tci.low),
+            "tar_high": float(tci.high), "far": far_used, "rank1": reid.rank1, "rank1_low": float(ci.low),
+            "rank1_high": float(ci.high), "rank1_chance": reid.rank1_chance, "n_probes": n}
 
 
-def distance_decrease_failures(
-    table: pd.DataFrame, *, x: str = "epsilon", mean: str = "identity_distance", low: str = "distance_low",
-    high: str = "distance_high",
-) -> list[str]:
+def distance_decrease_failures(table: pd.DataFrame, *, x: str = "epsilon", mean: str = "identity_distance",
+                               low: str = "distance_low", high: str = "distance_high") -> list[str]:
     """Failures of "the identity distance decreases in ε within bootstrap error".
 
     Fails when, for two consecutive ε, the distance at the larger ε is significantly *above* the one at the
@@ -322,10 +293,8 @@ def latent_pair_distances(z_id: torch.Tensor, identities: torch.Tensor, *, clip_
     return pd.concat(rows, ignore_index=True)
 
 
-def epsilon_meaning_curves(
-    z_id: torch.Tensor, identities: torch.Tensor, *, clip_norm: float, epsilons: Sequence[float],
-    n_quantiles: int = 201,
-) -> pd.DataFrame:
+def epsilon_meaning_curves(z_id: torch.Tensor, identities: torch.Tensor, *, clip_norm: float, epsilons: Sequence[float],
+                           n_quantiles: int = 201) -> pd.DataFrame:
     """Distribution curves of ``ε·d(z, z')`` over pairs of identities, one per ε: the plotted data of the
     notebook's "what ε means" figure, compact enough to commit.
 
@@ -362,9 +331,7 @@ def epsilon_meaning_curves(
     return pd.concat(frames, ignore_index=True)
 
 
-def latent_identity_leakage(
-    z: torch.Tensor, identities: torch.Tensor, *, confidence: float = 0.99,
-) -> dict[str, float]:
+def latent_identity_leakage(z: torch.Tensor, identities: torch.Tensor, *, confidence: float = 0.99) -> dict[str, float]:
     """What a latent reveals about identity: leave-one-out nearest-neighbour rank-1 among the rows of ``z``.
 
     Each row is a probe; its nearest other row (cosine similarity, float64; ties to the first) is its guess, and
@@ -426,19 +393,16 @@ def image_grid(rows: Mapping[str, torch.Tensor], *, n_columns: int, cell: float 
         for c in range(n_columns):
             ax = axes[r, c]
             ax.imshow(imgs[c].detach().to("cpu", torch.float32).clamp(0, 1).permute(1, 2, 0).numpy())
-            ax.set_xticks([])
-            ax.set_yticks([])
-            for s in ax.spines.values():
-                s.set_visible(False)
+            ax.set(xticks=[], yticks=[])
+            ax.spines[:].set_visible(False)
         axes[r, 0].set_ylabel(name, rotation=0, ha="right", va="center", fontsize=7)
     fig.subplots_adjust(wspace=0.03, hspace=0.03)
     return fig
 
 
 @torch.no_grad()
-def faceres_outputs(
-    attributes_module: Any, images: torch.Tensor, boxes: torch.Tensor | None = None, *, batch_size: int = 32,
-) -> dict[str, torch.Tensor]:
+def faceres_outputs(attributes_module: Any, images: torch.Tensor, boxes: torch.Tensor | None = None, *,
+                    batch_size: int = 32) -> dict[str, torch.Tensor]:
     """One pass of the ``faceres`` graph: ``{"embedding": (N, 1024), "male_probability": (N,), "age": (N,)}``
     (float64, CPU; the embedding un-normalised).
 
@@ -474,10 +438,8 @@ def faceres_outputs(
     return {"embedding": torch.cat(emb), "male_probability": torch.cat(male), "age": torch.cat(age)}
 
 
-def gender_age_agreement(
-    original: Mapping[str, torch.Tensor], published: Mapping[str, torch.Tensor], *, confidence: float = 0.95,
-    n_bootstrap: int = 500, seed: int = 0,
-) -> dict[str, float]:
+def gender_age_agreement(original: Mapping[str, torch.Tensor], published: Mapping[str, torch.Tensor], *,
+                         confidence: float = 0.95, n_bootstrap: int = 500, seed: int = 0) -> dict[str, float]:
     """Attribute preservation judged by ``faceres`` 's heads: do the published faces keep the gender and age the
     recogniser predicts for their originals?
 
@@ -517,11 +479,8 @@ def gender_age_agreement(
     po, pp = float(go.double().mean()), float(gp.double().mean())
     err = (ap - ao).abs()
     lo = hi = float("nan")
-    if n_bootstrap:
-        g = torch.Generator().manual_seed(check_int("seed", seed, minimum=0, maximum=2**63 - 1))
-        reps = np.array([float(err[torch.randint(0, n, (n,), generator=g)].mean()) for _ in range(n_bootstrap)])
-        alpha = (1.0 - confidence) / 2.0
-        lo, hi = float(np.quantile(reps, alpha)), float(np.quantile(reps, 1.0 - alpha))
+    if n_bootstrap:  # the seed is checked only when it is used
+        lo, hi = _bootstrap_ci(n_bootstrap, confidence, _check_seed(seed), lambda g: float(_resample(err, g).mean()))
     other = ~torch.eye(n, dtype=torch.bool)
     shuffled = float((ap[:, None] - ao[None, :]).abs()[other].mean())
     return {"gender_agreement": k / n, "gender_agreement_low": float(ci.low), "gender_agreement_high": float(ci.high),
@@ -530,9 +489,8 @@ def gender_age_agreement(
 
 
 @torch.no_grad()
-def efficientnet_outputs(
-    encoder: Any, images: torch.Tensor, *, size: int = 224, batch_size: int = 64,
-) -> tuple[torch.Tensor, torch.Tensor]:
+def efficientnet_outputs(encoder: Any, images: torch.Tensor, *, size: int = 224,
+                         batch_size: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
     """``(features, probs)``: un-normalised 1280-D pooled ``efficientnet-lite0`` features (float64) and its
     ImageNet-1k class probabilities (softmax of the classifier on the same features, float64), both on the CPU.
 
@@ -568,10 +526,9 @@ def efficientnet_outputs(
     return torch.cat(feats), torch.cat(probs)
 
 
-def paired_distance_change(
-    original_embeddings: torch.Tensor, published_a: torch.Tensor, published_b: torch.Tensor,
-    identities: torch.Tensor, *, n_bootstrap: int = 500, confidence: float = 0.95, seed: int = 0,
-) -> dict[str, float]:
+def paired_distance_change(original_embeddings: torch.Tensor, published_a: torch.Tensor, published_b: torch.Tensor,
+                           identities: torch.Tensor, *, n_bootstrap: int = 500, confidence: float = 0.95,
+                           seed: int = 0) -> dict[str, float]:
     """Face-by-face change of the identity distance between two releases of the same faces: the mean over faces of
     ``d_a - d_b`` (``d = 1 - cos`` between a face's original and its published version under one judge), with an
     identity-cluster percentile-bootstrap CI (identities resampled with replacement, all their faces kept).
@@ -594,9 +551,7 @@ def paired_distance_change(
     check_tensor("published_a", pa, shape=tuple(eo.shape), finite=True)
     check_tensor("published_b", pb, shape=tuple(eo.shape), finite=True)
     check_tensor("identities", identities, shape=(eo.shape[0],))
-    n_bootstrap = check_int("n_bootstrap", n_bootstrap, minimum=0)
-    confidence = check_probability("confidence", confidence)
-    seed = check_int("seed", seed, minimum=0, maximum=2**63 - 1)
+    n_bootstrap, confidence, seed = _check_bootstrap(n_bootstrap, confidence, seed)
     nrm = torch.nn.functional.normalize
     eo = nrm(eo, dim=1)
     diff = (1.0 - (nrm(pa, dim=1) * eo).sum(1)) - (1.0 - (nrm(pb, dim=1) * eo).sum(1))
@@ -611,8 +566,6 @@ def paired_distance_change(
     if n_bootstrap:
         g = torch.Generator().manual_seed(seed)
         pick = torch.randint(0, k, (n_bootstrap, k), generator=g)
-        reps = (sums[pick].sum(1) / counts[pick].sum(1)).numpy()
-        alpha = (1.0 - confidence) / 2.0
-        lo, hi = float(np.quantile(reps, alpha)), float(np.quantile(reps, 1.0 - alpha))
+        lo, hi = _percentile_ci((sums[pick].sum(1) / counts[pick].sum(1)).numpy(), confidence)
     return {"mean_change": float(diff.mean()), "change_low": lo, "change_high": hi, "n": int(diff.numel()),
             "n_identities": k}

@@ -99,14 +99,11 @@ _EPS = (0.01, 0.03, 0.1, 0.3, 1.0)
 
 SMOKE = SynthesisNetPreset(
     face_set="portraits-views", n_train_identities=8, n_test_identities=4, images_per_identity=3, image_size=32,
-    render_size=64, align_margin=0.1,
-    width=8, id_dim=8, att_dim=8, linear_path=True, clip_norm=None, lambda_id=0.3, noise_prob=0.5, lambda_cls=1.0,
-    epochs_ae=1, epochs_gan=1, batch_size=32,
-    epsilons=(0.01, 0.1, 1.0), ablation_epsilon=0.1, baseline_epsilons=(0.01,), judge_images_per_identity=1,
-    judge_epsilons=(0.01, 1.0), judge_centre_identities=3,
-    grid_columns=4, far=1e-1, n_bootstrap=50, fid_images_per_identity=1, fid_input_size=64, fid_bootstrap=20,
-    is_splits=2, probe_attributes=("lighting", "flipped"),
-)
+    render_size=64, align_margin=0.1, width=8, id_dim=8, att_dim=8, linear_path=True, clip_norm=None, lambda_id=0.3,
+    noise_prob=0.5, lambda_cls=1.0, epochs_ae=1, epochs_gan=1, batch_size=32, epsilons=(0.01, 0.1, 1.0),
+    ablation_epsilon=0.1, baseline_epsilons=(0.01,), judge_images_per_identity=1, judge_epsilons=(0.01, 1.0),
+    judge_centre_identities=3, grid_columns=4, far=1e-1, n_bootstrap=50, fid_images_per_identity=1,
+    fid_input_size=64, fid_bootstrap=20, is_splits=2, probe_attributes=("lighting", "flipped"))
 DEFAULT = SynthesisNetPreset(
     face_set="portraits-views", n_train_identities=400, n_test_identities=60, images_per_identity=6,
     image_size=64, render_size=128, align_margin=0.1, width=16, id_dim=256, att_dim=8, linear_path=True,
@@ -114,21 +111,16 @@ DEFAULT = SynthesisNetPreset(
     epsilons=_EPS, ablation_epsilon=0.1, baseline_epsilons=(0.01, 0.1, 1.0), judge_images_per_identity=2,
     judge_epsilons=_EPS, judge_centre_identities=50,
     grid_columns=8, far=1e-2, n_bootstrap=500, fid_images_per_identity=2, fid_input_size=128, fid_bootstrap=200,
-    is_splits=10,
     # "background" is not judged: in the aligned crops only the corners show background [I].
-    probe_attributes=("lighting", "occluded", "blur", "pose", "flipped"),
-)
+    is_splits=10, probe_attributes=("lighting", "occluded", "blur", "pose", "flipped"))
 PAPER = SynthesisNetPreset(
     face_set="celeba", n_train_identities=4000, n_test_identities=1000, images_per_identity=20, image_size=128,
-    render_size=128, align_margin=None,
-    width=64, id_dim=256, att_dim=256, linear_path=False, clip_norm=None, lambda_id=0.3, noise_prob=0.5, lambda_cls=1.0,
-    epochs_ae=50, epochs_gan=50, batch_size=64,
+    render_size=128, align_margin=None, width=64, id_dim=256, att_dim=256, linear_path=False, clip_norm=None,
+    lambda_id=0.3, noise_prob=0.5, lambda_cls=1.0, epochs_ae=50, epochs_gan=50, batch_size=64,
     epsilons=(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0), ablation_epsilon=0.1, baseline_epsilons=(0.01, 0.1, 1.0),
     judge_images_per_identity=2, judge_epsilons=(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0), judge_centre_identities=500,
-    grid_columns=8, far=1e-3, n_bootstrap=1000, fid_images_per_identity=20, fid_input_size=224,
-    fid_bootstrap=0, is_splits=10,
-    probe_attributes=("Smiling", "Male", "Eyeglasses", "Young", "Wearing_Hat", "Blond_Hair"),
-)
+    grid_columns=8, far=1e-3, n_bootstrap=1000, fid_images_per_identity=20, fid_input_size=224, fid_bootstrap=0,
+    is_splits=10, probe_attributes=("Smiling", "Male", "Eyeglasses", "Young", "Wearing_Hat", "Blond_Hair"))
 
 ARTEFACTS = (
     ("fig1_samples", "originals, reconstructions, published faces at several epsilon and the classical baselines"),

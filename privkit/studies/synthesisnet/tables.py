@@ -23,19 +23,8 @@ from privkit.errors import InsufficientDataError, InvalidArgumentError
 from privkit.studies.synthesisnet import experiments as X
 from privkit.studies.synthesisnet.presets import SynthesisNetPreset
 
-__all__ = [
-    "WHOLE",
-    "ReleaseKey",
-    "JudgedReleases",
-    "judged_release_keys",
-    "judge_releases",
-    "quality_keys",
-    "quality_table",
-    "attribute_table",
-    "attribute_summary",
-    "ablation_table",
-    "epsilon_quantiles",
-]
+__all__ = ["WHOLE", "ReleaseKey", "JudgedReleases", "judged_release_keys", "judge_releases", "quality_keys",
+           "quality_table", "attribute_table", "attribute_summary", "ablation_table", "epsilon_quantiles"]
 
 #: The published-noise-only baseline: metric-DP noise on z_id and z_att together.
 WHOLE = "published noise only (whole latent)"
@@ -76,14 +65,17 @@ class JudgedReleases:
     n_centre: int
 
 
+def _reference_keys(releases: Mapping[ReleaseKey, torch.Tensor], cfg: SynthesisNetPreset) -> list[ReleaseKey]:
+    """Every release without DP noise, the whole-latent baseline at ``cfg.baseline_epsilons`` and the ablation at
+    ``cfg.ablation_epsilon`` (the end of both key lists below)."""
+    return ([k for k in releases if k[1] == math.inf] + [(WHOLE, e) for e in cfg.baseline_epsilons if e in cfg.epsilons]
+            + [("no auxiliary classifier", cfg.ablation_epsilon)])
+
+
 def judged_release_keys(releases: Mapping[ReleaseKey, torch.Tensor], cfg: SynthesisNetPreset) -> list[ReleaseKey]:
     """The releases the real recognisers judge: SynthesisNet at ``cfg.judge_epsilons``, every release without DP
     noise, the whole-latent baseline at ``cfg.baseline_epsilons`` and the ablation at ``cfg.ablation_epsilon``."""
-    keys = [("SynthesisNet", e) for e in cfg.judge_epsilons if e in cfg.epsilons]
-    keys += [k for k in releases if k[1] == math.inf]
-    keys += [(WHOLE, e) for e in cfg.baseline_epsilons if e in cfg.epsilons]
-    keys += [("no auxiliary classifier", cfg.ablation_epsilon)]
-    return keys
+    return [("SynthesisNet", e) for e in cfg.judge_epsilons if e in cfg.epsilons] + _reference_keys(releases, cfg)
 
 
 def _pack(o: Mapping[str, torch.Tensor]) -> torch.Tensor:
@@ -106,10 +98,8 @@ def _original_embeddings(faceres: Any, dlib: Any, own: Callable[[torch.Tensor], 
 
     j_imgs, j_box = test.images[jmask].cpu(), test.box[jmask].cpu()
     c_imgs, c_box = train.images[cmask].cpu(), train.box[cmask].cpu()
-    key_c = {"dataset": dataset, "seed": seed, "extra": {"scale": scale, "n": int(cmask.sum()), "size": image_size},
-             "inputs": (c_imgs, c_box)}
-    key_t = {"dataset": dataset, "seed": seed, "extra": {"scale": scale, "n": int(jmask.sum()), "size": image_size},
-             "inputs": (j_imgs, j_box)}
+    key_c, key_t = ({"dataset": dataset, "seed": seed, "extra": {"scale": scale, "n": int(m.sum()), "size": image_size},
+                     "inputs": inputs} for m, inputs in ((cmask, (c_imgs, c_box)), (jmask, (j_imgs, j_box))))
     centre = {"faceres": cached_embeddings(lambda: X.faceres_outputs(faceres, c_imgs, c_box)["embedding"],
                                            encoder="faceres", split="synthesisnet-train-centre", **key_c
                                            ).double().mean(0),
@@ -180,11 +170,7 @@ def judge_releases(releases: Mapping[ReleaseKey, torch.Tensor], *, faceres: Any,
 def quality_keys(releases: Mapping[ReleaseKey, torch.Tensor], cfg: SynthesisNetPreset) -> list[ReleaseKey]:
     """The rows of the quality table: the originals, every SynthesisNet ε, every release without DP noise, the
     whole-latent baseline at ``cfg.baseline_epsilons`` and the ablation at ``cfg.ablation_epsilon``."""
-    keys = [("original", math.inf)] + [k for k in releases if k[0] == "SynthesisNet"]
-    keys += [k for k in releases if k[1] == math.inf]
-    keys += [(WHOLE, e) for e in cfg.baseline_epsilons if e in cfg.epsilons]
-    keys += [("no auxiliary classifier", cfg.ablation_epsilon)]
-    return keys
+    return [("original", math.inf)] + [k for k in releases if k[0] == "SynthesisNet"] + _reference_keys(releases, cfg)
 
 
 def quality_table(releases: Mapping[ReleaseKey, torch.Tensor], originals: torch.Tensor, reference: torch.Tensor,
@@ -213,8 +199,7 @@ def quality_table(releases: Mapping[ReleaseKey, torch.Tensor], originals: torch.
         is_ = inception_score(p_, splits=min(is_splits, len(p_)), n_bootstrap=n_bootstrap, seed=seed)
         qual.append({"method": method, "epsilon": eps, "FID": fr_.value, "FID_low": fr_.ci_low,
                      "FID_high": fr_.ci_high, "IS": is_.mean, "IS_low": is_.ci_low, "IS_high": is_.ci_high,
-                     "IS_std_splits": is_.std, "n_fake": fr_.n_fake, "n_real": fr_.n_real,
-                     "extractor": extractor})
+                     "IS_std_splits": is_.std, "n_fake": fr_.n_fake, "n_real": fr_.n_real, "extractor": extractor})
     return pd.DataFrame(qual)
 
 
