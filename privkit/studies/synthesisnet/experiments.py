@@ -45,6 +45,7 @@ from scipy import stats
 from privkit._validate import check_choice, check_int, check_probability, check_tensor
 from privkit.data.types import FaceSet
 from privkit.metrics import resolvable_far as metrics_resolvable_far
+from privkit.metrics import wilson_interval
 from privkit.errors import InsufficientDataError, InvalidArgumentError, ShapeError
 from privkit.synthesisnet.metrics import (_bootstrap_ci, _check_bootstrap, _check_seed, _percentile_ci, _resample,
                                           identity_distance_from_embeddings, reidentification_from_embeddings)
@@ -233,12 +234,12 @@ def judge_release(original_embeddings: torch.Tensor, published_embeddings: torch
     other = ids[:, None] != ids[None, :]
     other_distance = float((1.0 - ep @ eo.T)[other].mean())
     n = reid.n_probes
-    ci = stats.binomtest(round(reid.rank1 * n), n).proportion_ci(confidence_level=confidence, method="wilson")
-    tci = stats.binomtest(round(reid.tar * n), n).proportion_ci(confidence_level=confidence, method="wilson")
+    rank1_low, rank1_high = wilson_interval(round(reid.rank1 * n), n, level=confidence)
+    tar_low, tar_high = wilson_interval(round(reid.tar * n), n, level=confidence)
     return {"identity_distance": dist.mean, "distance_low": dist.ci_low, "distance_high": dist.ci_high,
-            "other_identity_distance": other_distance, "tar": reid.tar, "tar_low": float(tci.low),
-            "tar_high": float(tci.high), "far": far_used, "rank1": reid.rank1, "rank1_low": float(ci.low),
-            "rank1_high": float(ci.high), "rank1_chance": reid.rank1_chance, "n_probes": n}
+            "other_identity_distance": other_distance, "tar": reid.tar, "tar_low": tar_low, "tar_high": tar_high,
+            "far": far_used, "rank1": reid.rank1, "rank1_low": rank1_low, "rank1_high": rank1_high,
+            "rank1_chance": reid.rank1_chance, "n_probes": n}
 
 
 def distance_decrease_failures(table: pd.DataFrame, *, x: str = "epsilon", mean: str = "identity_distance",
@@ -370,9 +371,9 @@ def latent_identity_leakage(z: torch.Tensor, identities: torch.Tensor, *, confid
     hit = ids[sim.argmax(dim=1)] == ids
     k = int(hit.sum())
     chance = float(((same.sum(dim=1) - 1).double() / (n - 1)).mean())
-    ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+    ci = wilson_interval(k, n, level=confidence)
     lo, hi = rank1_chance_interval(chance, n, confidence=confidence)
-    return {"rank1": k / n, "rank1_low": float(ci.low), "rank1_high": float(ci.high), "chance": chance,
+    return {"rank1": k / n, "rank1_low": ci[0], "rank1_high": ci[1], "chance": chance,
             "chance_low": lo, "chance_high": hi, "n": n}
 
 
@@ -475,7 +476,7 @@ def gender_age_agreement(original: Mapping[str, torch.Tensor], published: Mappin
     n_bootstrap = check_int("n_bootstrap", n_bootstrap, minimum=0)
     go, gp = mo > 0.5, mp > 0.5
     k = int((go == gp).sum())
-    ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+    ci = wilson_interval(k, n, level=confidence)
     po, pp = float(go.double().mean()), float(gp.double().mean())
     err = (ap - ao).abs()
     lo = hi = float("nan")
@@ -483,7 +484,7 @@ def gender_age_agreement(original: Mapping[str, torch.Tensor], published: Mappin
         lo, hi = _bootstrap_ci(n_bootstrap, confidence, _check_seed(seed), lambda g: float(_resample(err, g).mean()))
     other = ~torch.eye(n, dtype=torch.bool)
     shuffled = float((ap[:, None] - ao[None, :]).abs()[other].mean())
-    return {"gender_agreement": k / n, "gender_agreement_low": float(ci.low), "gender_agreement_high": float(ci.high),
+    return {"gender_agreement": k / n, "gender_agreement_low": ci[0], "gender_agreement_high": ci[1],
             "gender_chance": po * pp + (1 - po) * (1 - pp), "age_mae": float(err.mean()), "age_mae_low": lo,
             "age_mae_high": hi, "age_mae_shuffled": shuffled, "n": n}
 
