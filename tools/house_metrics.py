@@ -4,7 +4,8 @@ Run from the repository root: ``python tools/house_metrics.py [--json]``.  It re
 privkit beyond ``__all__`` lists, which are read from the syntax tree) and prints
 
 * library lines: physical lines of ``privkit/**/*.py`` and, separately, code lines (not blank, not a comment, not a
-  docstring);
+  docstring), and statements (the syntax tree's statements, docstrings left out): a size that line wrapping does not
+  change, so a cut in code lines can be told apart from a reflow;
 * public names per wing: the length of each subpackage's ``__all__``;
 * the largest function (lines) and the public function with the most parameters;
 * notebook code lines (code cells of ``notebooks/*.py``) and the longest code cell;
@@ -51,6 +52,12 @@ def code_lines(source: str, tree: ast.AST) -> int:
             continue
         lines.update(range(tok.start[0], tok.end[0] + 1))
     return len(lines - doc_lines)
+
+
+def statements(tree: ast.AST) -> int:
+    return sum(isinstance(node, ast.stmt) and not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+                                                   and isinstance(node.value.value, str))
+               for node in ast.walk(tree))
 
 
 def resolve(mod: str, is_pkg: bool, level: int, target: str | None) -> str:
@@ -147,6 +154,7 @@ def measure() -> dict:
     known = set(mods)
     physical = sum(len(p.read_text().splitlines()) for p in files)
     code = sum(code_lines(p.read_text(), trees[p]) for p in files)
+    stmts = sum(statements(t) for t in trees.values())
     graph = {m: module_imports(m, p.name == "__init__.py", trees[p], known) for m, p in mods.items()}
     # A package importing its own submodules (``__init__`` re-exports) is not a cycle a reader follows.
     graph_nopkg = {m: {t for t in ts if not t.startswith(m + ".")} for m, ts in graph.items()}
@@ -193,6 +201,7 @@ def measure() -> dict:
     return {
         "library_physical_lines": physical,
         "library_code_lines": code,
+        "library_statements": stmts,
         "modules": len(files),
         "public_names": wings,
         "largest_function": {"lines": biggest[0], "name": biggest[1]},
@@ -212,7 +221,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         print(json.dumps(m, indent=2))
         return
-    print(f"library: {m['library_physical_lines']} lines ({m['library_code_lines']} code lines), {m['modules']} modules")
+    print(f"library: {m['library_physical_lines']} lines ({m['library_code_lines']} code lines, "
+          f"{m['library_statements']} statements), {m['modules']} modules")
     print("public names: " + ", ".join(f"{k.split('.')[-1]} {v}" for k, v in sorted(m["public_names"].items())))
     print(f"largest function: {m['largest_function']['name']} ({m['largest_function']['lines']} lines)")
     print(f"most parameters: {m['most_parameters']['name']} ({m['most_parameters']['count']}); "
