@@ -10,31 +10,9 @@ __version__ = "0.1.0"
 
 from . import config
 from .device import resolve_device
-from .errors import (
-    ConvergenceError,
-    InsufficientDataError,
-    InvalidArgumentError,
-    MissingResourceError,
-    NotUnitNormError,
-    PrivacyBudgetError,
-    PrivkitError,
-    ShapeError,
-    UnknownNameError,
-    WeightFileError,
-)
+from .errors import (ConvergenceError, InsufficientDataError, InvalidArgumentError, MissingResourceError,
+                     NotUnitNormError, PrivacyBudgetError, PrivkitError, ShapeError, UnknownNameError, WeightFileError)
 
-__all__ = [
-    "__version__",
-    "config",
-    "resolve_device",
-    "PrivkitError",
-    "InvalidArgumentError",
-    "UnknownNameError",
-    "ShapeError",
-    "NotUnitNormError",
-    "InsufficientDataError",
-    "MissingResourceError",
-    "ConvergenceError",
-    "PrivacyBudgetError",
-    "WeightFileError",
-]
+__all__ = ["__version__", "config", "resolve_device", "PrivkitError", "InvalidArgumentError", "UnknownNameError",
+           "ShapeError", "NotUnitNormError", "InsufficientDataError", "MissingResourceError", "ConvergenceError",
+           "PrivacyBudgetError", "WeightFileError"]

@@ -17,15 +17,7 @@ import torch
 from ..errors import InvalidArgumentError, UnknownNameError
 from .types import MPII_JOINTS, FaceSet, PoseSet
 
-__all__ = [
-    "DatasetInfo",
-    "FaceSet",
-    "MPII_JOINTS",
-    "PoseSet",
-    "list_datasets",
-    "load_faces",
-    "load_pose",
-]
+__all__ = ["DatasetInfo", "FaceSet", "MPII_JOINTS", "PoseSet", "list_datasets", "load_faces", "load_pose"]
 
 
 @dataclass(frozen=True)
@@ -49,8 +41,7 @@ _DATASETS: tuple[DatasetInfo, ...] = (
                 "privkit.data.load_faces"),
     DatasetInfo("portraits-views", "faces", "default",
                 "609 real portraits, one photograph per identity, >=12 seeded views of that one photo on real "
-                "background photos",
-                "privkit.data.load_faces"),
+                "background photos", "privkit.data.load_faces"),
     DatasetInfo("synthfaces", "faces", "default",
                 "procedural faces, >=1,000 identities, exact masks/boxes, attributes, tunable context leakage",
                 "privkit.data.load_faces"),
@@ -88,17 +79,9 @@ def list_datasets(*, kind: str | None = None) -> list[DatasetInfo]:
     return [d for d in _DATASETS if kind is None or d.kind == kind]
 
 
-def load_faces(
-    name: str,
-    *,
-    split: str = "all",
-    seed: int = 0,
-    n_identities: int | None = None,
-    images_per_identity: int | None = None,
-    size: int | None = None,
-    context_leakage: float = 0.5,
-    device: str | torch.device | None = "cpu",
-) -> FaceSet:
+def load_faces(name: str, *, split: str = "all", seed: int = 0, n_identities: int | None = None,
+               images_per_identity: int | None = None, size: int | None = None, context_leakage: float = 0.5,
+               device: str | torch.device | None = "cpu") -> FaceSet:
     """An embedded identity-labelled face set (see :func:`list_datasets`).
 
     Args:
@@ -115,12 +98,8 @@ def load_faces(
     if name not in FACE_SETS:
         raise UnknownNameError("name", name, FACE_SETS)
     kwargs: dict = {"split": split, "seed": seed, "context_leakage": context_leakage, "device": device}
-    if n_identities is not None:
-        kwargs["n_identities"] = n_identities
-    if images_per_identity is not None:
-        kwargs["images_per_identity"] = images_per_identity
-    if size is not None:
-        kwargs["size"] = size
+    optional = {"n_identities": n_identities, "images_per_identity": images_per_identity, "size": size}
+    kwargs.update({key: value for key, value in optional.items() if value is not None})
     if name == "lfw-subset-views":
         from .faces import load_lfw_subset_views
 
@@ -129,10 +108,9 @@ def load_faces(
         from .portraits import load_portraits
 
         if images_per_identity is not None and (isinstance(images_per_identity, bool) or images_per_identity != 1):
-            raise InvalidArgumentError(
-                f"images_per_identity must be None or 1 for 'portraits' (one photograph per identity; use "
-                f"'portraits-views' for several views), got {images_per_identity!r}"
-            )
+            raise InvalidArgumentError(f"images_per_identity must be None or 1 for 'portraits' (one photograph per "
+                                       f"identity; use 'portraits-views' for several views), got "
+                                       f"{images_per_identity!r}")
         kwargs.pop("images_per_identity", None)
         kwargs.pop("context_leakage")
         return load_portraits(**kwargs)
@@ -145,15 +123,8 @@ def load_faces(
     return load_synthfaces(**kwargs)
 
 
-def load_pose(
-    name: str = "synthpose",
-    *,
-    split: str = "private",
-    n: int = 2048,
-    seed: int = 0,
-    size: int = 64,
-    device: str | torch.device | None = "cpu",
-) -> PoseSet:
+def load_pose(name: str = "synthpose", *, split: str = "private", n: int = 2048, seed: int = 0, size: int = 64,
+              device: str | torch.device | None = "cpu") -> PoseSet:
     """Procedural pose figures (``"synthpose"``); MPII itself is :func:`privkit.data.paper.mpii.load_mpii`."""
     if name not in POSE_SETS:
         raise UnknownNameError("name", name, POSE_SETS)

@@ -21,21 +21,6 @@ from .base import ENCODER_KINDS, Encoder, EncoderKind, embed_images
 from .pose_models import PoseModel, PoseModelInfo, PosePrediction, list_pose_models, load_pose_model, pose_model_table
 from .registry import SCALES, EncoderInfo, encoder_names, encoder_table, list_encoders, load_encoder
 
-__all__ = [
-    "embed_images",
-    "ENCODER_KINDS",
-    "SCALES",
-    "Encoder",
-    "EncoderInfo",
-    "EncoderKind",
-    "encoder_names",
-    "encoder_table",
-    "list_encoders",
-    "load_encoder",
-    "PoseModel",
-    "PoseModelInfo",
-    "PosePrediction",
-    "list_pose_models",
-    "load_pose_model",
-    "pose_model_table",
-]
+__all__ = ["embed_images", "ENCODER_KINDS", "SCALES", "Encoder", "EncoderInfo", "EncoderKind", "encoder_names",
+           "encoder_table", "list_encoders", "load_encoder", "PoseModel", "PoseModelInfo", "PosePrediction",
+           "list_pose_models", "load_pose_model", "pose_model_table"]

@@ -20,56 +20,17 @@ This subpackage depends only on ``privkit.errors``, ``privkit._validate`` and
 
 from __future__ import annotations
 
-from .accounting import (
-    ACCOUNTANTS,
-    NEIGHBOURINGS,
-    accountant_for,
-    epsilon_from_history,
-    epsilon_spent,
-    noise_multiplier_for,
-)
+from .accounting import (ACCOUNTANTS, NEIGHBOURINGS, accountant_for, epsilon_from_history, epsilon_spent,
+                         noise_multiplier_for)
 from .audit import AuditResult, audit, batch_mechanism, epsilon_lower_bound
-from .calibration import (
-    GAUSSIAN_METHODS,
-    analytic_gaussian_delta,
-    analytic_gaussian_epsilon,
-    gaussian_sigma,
-    laplace_scale,
-    scoreshield_constant,
-)
+from .calibration import (GAUSSIAN_METHODS, analytic_gaussian_delta, analytic_gaussian_epsilon, gaussian_sigma,
+                          laplace_scale, scoreshield_constant)
 from .guarantee import Neighbouring, PrivacyGuarantee
-from .samplers import (
-    make_generator,
-    poisson_subset,
-    sample_gamma,
-    sample_gaussian,
-    sample_laplace,
-    sample_metric_laplace,
-)
+from .samplers import (make_generator, poisson_subset, sample_gamma, sample_gaussian, sample_laplace,
+                       sample_metric_laplace)
 
-__all__ = [
-    "GAUSSIAN_METHODS",
-    "gaussian_sigma",
-    "scoreshield_constant",
-    "analytic_gaussian_delta",
-    "analytic_gaussian_epsilon",
-    "laplace_scale",
-    "make_generator",
-    "sample_gaussian",
-    "sample_laplace",
-    "sample_gamma",
-    "sample_metric_laplace",
-    "poisson_subset",
-    "PrivacyGuarantee",
-    "Neighbouring",
-    "ACCOUNTANTS",
-    "NEIGHBOURINGS",
-    "accountant_for",
-    "epsilon_spent",
-    "epsilon_from_history",
-    "noise_multiplier_for",
-    "AuditResult",
-    "audit",
-    "batch_mechanism",
-    "epsilon_lower_bound",
-]
+__all__ = ["GAUSSIAN_METHODS", "gaussian_sigma", "scoreshield_constant", "analytic_gaussian_delta",
+           "analytic_gaussian_epsilon", "laplace_scale", "make_generator", "sample_gaussian", "sample_laplace",
+           "sample_gamma", "sample_metric_laplace", "poisson_subset", "PrivacyGuarantee", "Neighbouring", "ACCOUNTANTS",
+           "NEIGHBOURINGS", "accountant_for", "epsilon_spent", "epsilon_from_history", "noise_multiplier_for",
+           "AuditResult", "audit", "batch_mechanism", "epsilon_lower_bound"]

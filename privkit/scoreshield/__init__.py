@@ -18,62 +18,18 @@ Razeghi & Rahimi, "ScoreShield: Differentially Private Release of Similarity Sco
 
 from __future__ import annotations
 
-from .projection import (
-    NearestCorrelationDiagnostics,
-    clip_to_correlation,
-    correlation_residuals,
-    nearest_correlation,
-    symmetric_from_upper,
-)
+from .projection import (NearestCorrelationDiagnostics, clip_to_correlation, correlation_residuals, nearest_correlation,
+                         symmetric_from_upper)
 from .rag import PAPER_RETRIEVAL_SETTINGS, PrivateRetrieval, private_retrieve, retrieval_recall, retrieve
-from .recalibration import (
-    SCORE_FAMILIES,
-    RecalibrationOffset,
-    ScoreFamily,
-    ThresholdRecalibration,
-    acceptance_rate,
-    flip_probability,
-    flip_probability_bound,
-    flip_probability_mc,
-    fmr_floor,
-    fmr_private,
-    gaussian_offset,
-    recalibrate_threshold,
-    recalibration_offset,
-    roc_shift_bound,
-    synthetic_score_families,
-)
+from .recalibration import (SCORE_FAMILIES, RecalibrationOffset, ScoreFamily, ThresholdRecalibration, acceptance_rate,
+                            flip_probability, flip_probability_bound, flip_probability_mc, fmr_floor, fmr_private,
+                            gaussian_offset, recalibrate_threshold, recalibration_offset, roc_shift_bound,
+                            synthetic_score_families)
 from .release import GramRelease, ScoreRelease, record_sensitivity, release_gram, release_scores
 
-__all__ = [
-    "release_scores",
-    "release_gram",
-    "record_sensitivity",
-    "ScoreRelease",
-    "GramRelease",
-    "nearest_correlation",
-    "symmetric_from_upper",
-    "clip_to_correlation",
-    "correlation_residuals",
-    "NearestCorrelationDiagnostics",
-    "fmr_private",
-    "fmr_floor",
-    "recalibrate_threshold",
-    "recalibration_offset",
-    "ThresholdRecalibration",
-    "RecalibrationOffset",
-    "gaussian_offset",
-    "roc_shift_bound",
-    "flip_probability",
-    "flip_probability_bound",
-    "flip_probability_mc",
-    "acceptance_rate",
-    "synthetic_score_families",
-    "ScoreFamily",
-    "SCORE_FAMILIES",
-    "retrieve",
-    "private_retrieve",
-    "retrieval_recall",
-    "PrivateRetrieval",
-    "PAPER_RETRIEVAL_SETTINGS",
-]
+__all__ = ["release_scores", "release_gram", "record_sensitivity", "ScoreRelease", "GramRelease", "nearest_correlation",
+           "symmetric_from_upper", "clip_to_correlation", "correlation_residuals", "NearestCorrelationDiagnostics",
+           "fmr_private", "fmr_floor", "recalibrate_threshold", "recalibration_offset", "ThresholdRecalibration",
+           "RecalibrationOffset", "gaussian_offset", "roc_shift_bound", "flip_probability", "flip_probability_bound",
+           "flip_probability_mc", "acceptance_rate", "synthetic_score_families", "ScoreFamily", "SCORE_FAMILIES",
+           "retrieve", "private_retrieve", "retrieval_recall", "PrivateRetrieval", "PAPER_RETRIEVAL_SETTINGS"]

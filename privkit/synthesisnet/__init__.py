@@ -20,8 +20,8 @@ training schedule) is privkit's, marked as such in the docstrings; no paper numb
 - :mod:`~privkit.synthesisnet.metrics`: :func:`fid`, :func:`inception_score`, :func:`identity_distance`,
   :func:`reidentification_rate`, :func:`attribute_preservation`, :func:`features_for_fid`, :func:`load_inception`,
   :func:`frechet_distance_from_samples`.
-- :mod:`~privkit.studies.synthesisnet.experiments`: the notebook's protocol (splits, judges: ``faceres`` with its gender/age
-  heads, dlib, the model's own encoder; FID/IS in ``efficientnet-lite0`` space; closing checks).
+- :mod:`~privkit.studies.synthesisnet.experiments`: the notebook's protocol (splits, judges: ``faceres`` with its
+  gender/age heads, dlib, the model's own encoder; FID/IS in ``efficientnet-lite0`` space; closing checks).
 """
 
 from __future__ import annotations
@@ -29,87 +29,22 @@ from __future__ import annotations
 from .baselines import BASELINES, DEFAULT_STRENGTH, anonymize
 from .data import aligned_faces, square_crop_boxes
 from .losses import PERCEPTUAL_NETWORKS, ONetPerceptualLoss
-from .metrics import (
-    AttributePreservationResult,
-    FIDResult,
-    IdentityDistanceResult,
-    InceptionScoreResult,
-    InceptionV3Features,
-    ReidentificationResult,
-    attribute_preservation,
-    features_for_fid,
-    fid,
-    frechet_distance,
-    frechet_distance_from_samples,
-    identity_distance,
-    identity_distance_from_embeddings,
-    inception_score,
-    load_inception,
-    reidentification_from_embeddings,
-    reidentification_rate,
-)
-from .models import (
-    AttributeEncoder,
-    Dec,
-    Decoder,
-    Discriminator,
-    Enc_att,
-    Enc_id,
-    Generator,
-    IdentityEncoder,
-)
+from .metrics import (AttributePreservationResult, FIDResult, IdentityDistanceResult, InceptionScoreResult,
+                      InceptionV3Features, ReidentificationResult, attribute_preservation, features_for_fid, fid,
+                      frechet_distance, frechet_distance_from_samples, identity_distance,
+                      identity_distance_from_embeddings, inception_score, load_inception,
+                      reidentification_from_embeddings, reidentification_rate)
+from .models import AttributeEncoder, Dec, Decoder, Discriminator, Enc_att, Enc_id, Generator, IdentityEncoder
 from .pipeline import NOISE_MODES, SynthesisNet, SynthesisNetConfig
-from .privatize import (
-    angle_after_noise,
-    clip_rows,
-    default_clip_norm,
-    metric_guarantee,
-    noise_radius_mean,
-    privatize_identity,
-    privatize_latent,
-)
+from .privatize import (angle_after_noise, clip_rows, default_clip_norm, metric_guarantee, noise_radius_mean,
+                        privatize_identity, privatize_latent)
 
-__all__ = [
-    "SynthesisNet",
-    "SynthesisNetConfig",
-    "aligned_faces",
-    "square_crop_boxes",
-    "ONetPerceptualLoss",
-    "PERCEPTUAL_NETWORKS",
-    "NOISE_MODES",
-    "IdentityEncoder",
-    "AttributeEncoder",
-    "Decoder",
-    "Generator",
-    "Discriminator",
-    "Enc_id",
-    "Enc_att",
-    "Dec",
-    "privatize_identity",
-    "privatize_latent",
-    "metric_guarantee",
-    "clip_rows",
-    "default_clip_norm",
-    "noise_radius_mean",
-    "angle_after_noise",
-    "BASELINES",
-    "DEFAULT_STRENGTH",
-    "anonymize",
-    "fid",
-    "frechet_distance",
-    "frechet_distance_from_samples",
-    "inception_score",
-    "features_for_fid",
-    "load_inception",
-    "InceptionV3Features",
-    "identity_distance",
-    "identity_distance_from_embeddings",
-    "reidentification_rate",
-    "reidentification_from_embeddings",
-    "attribute_preservation",
-    "FIDResult",
-    "InceptionScoreResult",
-    "IdentityDistanceResult",
-    "ReidentificationResult",
-    "AttributePreservationResult",
-]
+__all__ = ["SynthesisNet", "SynthesisNetConfig", "aligned_faces", "square_crop_boxes", "ONetPerceptualLoss",
+           "PERCEPTUAL_NETWORKS", "NOISE_MODES", "IdentityEncoder", "AttributeEncoder", "Decoder", "Generator",
+           "Discriminator", "Enc_id", "Enc_att", "Dec", "privatize_identity", "privatize_latent", "metric_guarantee",
+           "clip_rows", "default_clip_norm", "noise_radius_mean", "angle_after_noise", "BASELINES", "DEFAULT_STRENGTH",
+           "anonymize", "fid", "frechet_distance", "frechet_distance_from_samples", "inception_score",
+           "features_for_fid", "load_inception", "InceptionV3Features", "identity_distance",
+           "identity_distance_from_embeddings", "reidentification_rate", "reidentification_from_embeddings",
+           "attribute_preservation", "FIDResult", "InceptionScoreResult", "IdentityDistanceResult",
+           "ReidentificationResult", "AttributePreservationResult"]

@@ -32,9 +32,10 @@ MovieLens-100K            ``ml-100k/u.data``, ``ml-100k/u1.base`` ... ``u5.test`
 Images are decoded with Pillow, cropped (see ``crop`` below), resized to ``size`` x ``size`` with bilinear
 filtering (antialiased when shrinking) and returned as float32 in [0, 1]. Loaders hold everything in memory, so
 each one first selects the rows it needs from the (cheap) annotation files and refuses to decode more than
-``max_images`` images; by default ``max_images`` is what fits in :data:`~privkit.data.paper.common.DEFAULT_IMAGE_BUDGET_BYTES` (512 MiB)
-at the requested size (about 10,000 images at 64 px, 3,300 at 112 px). Ask for a subset (``selection``,
-``n_samples``, ``folds``) or raise ``max_images`` explicitly.
+``max_images`` images; by default ``max_images`` is what fits in
+:data:`~privkit.data.paper.common.DEFAULT_IMAGE_BUDGET_BYTES` (512 MiB) at the requested size (about 10,000 images
+at 64 px, 3,300 at 112 px). Ask for a subset (``selection``, ``n_samples``, ``folds``) or raise ``max_images``
+explicitly.
 
 Face crops (``crop``):
 
