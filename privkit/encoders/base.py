@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
 from typing import Literal
 
 import torch
 
-from .._validate import check_int, check_tensor
+from .._validate import check_image_batch, check_int, check_tensor
 from ..errors import InsufficientDataError, InvalidArgumentError, ShapeError
 
 EncoderKind = Literal["face-recognition", "face-nonidentity", "general", "hash", "pixels"]
@@ -74,11 +76,7 @@ class Encoder(torch.nn.Module):
         Returns:
             (N, dim) float32 tensor of unit-norm rows on :attr:`device`.
         """
-        check_tensor("images", images, ndim=4, floating=True)
-        if images.shape[1] != 3:
-            raise ShapeError(f"images must have 3 channels (N, 3, H, W), got shape {tuple(images.shape)}")
-        if images.numel() and (float(images.min()) < 0.0 or float(images.max()) > 1.0):
-            raise InvalidArgumentError("images must have values in [0, 1]")
+        check_image_batch("images", images)
         if boxes is not None:
             check_tensor("boxes", boxes, shape=(images.shape[0], 4))
         batch_size = check_int("batch_size", batch_size, minimum=1)
@@ -116,9 +114,7 @@ def embed_images(
         InsufficientDataError: empty ``images`` with a plain callable (its feature width is unknown).
         InvalidArgumentError: ``encoder`` is neither an Encoder nor callable, or it returns NaN or inf.
     """
-    check_tensor(name, images, ndim=4, floating=True)
-    if images.shape[1] != 3:
-        raise ShapeError(f"{name} must have shape (N, 3, H, W), got {tuple(images.shape)}")
+    check_image_batch(name, images, unit_range=False)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     if callable(getattr(encoder, "embed", None)):
         feats = encoder.embed(images, batch_size=batch_size)
@@ -135,3 +131,22 @@ def embed_images(
     if not bool(torch.isfinite(feats).all()):
         raise InvalidArgumentError(f"the encoder returned NaN or inf embeddings of {name}")
     return torch.nn.functional.normalize(feats.detach().to(dtype), dim=1)
+
+
+def package_file(package: str, *parts: str) -> Path | None:
+    """The path ``parts`` inside the folder of the installed Python package ``package`` if it exists, else ``None``.
+
+    The package is located with :func:`importlib.util.find_spec` and never imported (some of the packages that
+    ship model files cannot be imported cheaply or at all); ``package_file(package)`` is the package's folder.
+    """
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        return None
+    for root in spec.submodule_search_locations or []:
+        candidate = Path(root).joinpath(*parts)
+        if candidate.exists():
+            return candidate
+    return None

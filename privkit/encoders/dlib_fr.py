@@ -33,7 +33,6 @@ in the calling process, with a warning.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import warnings
 from concurrent.futures import ProcessPoolExecutor
@@ -44,7 +43,7 @@ import numpy as np
 import torch
 
 from ..errors import InvalidArgumentError, MissingResourceError
-from .base import Encoder
+from .base import Encoder, package_file
 
 __all__ = ["MIN_SIDE", "PARALLEL_MIN_IMAGES", "check_boxes", "dlib_workers", "DlibFaceAligner",
            "DlibFaceRecognitionEncoder", "face_recognition_models_dir", "load_dlib_fr", "to_uint8_hwc"]
@@ -73,17 +72,7 @@ def face_recognition_models_dir() -> Path | None:
 
     The package is located without being imported (its ``__init__`` needs ``pkg_resources``).
     """
-    spec = importlib.util.find_spec("face_recognition_models")
-    if spec is None:
-        return None
-    roots = list(spec.submodule_search_locations or [])
-    if not roots and spec.origin:
-        roots = [str(Path(spec.origin).parent)]
-    for root in roots:
-        candidate = Path(root) / "models"
-        if candidate.is_dir():
-            return candidate
-    return None
+    return package_file("face_recognition_models", "models")
 
 
 def _require_model_file(key: str) -> Path:
@@ -113,6 +102,13 @@ def to_uint8_hwc(images: torch.Tensor) -> np.ndarray:
     """(B, 3, H, W) floats in [0, 1] -> (B, H, W, 3) C-contiguous uint8 RGB numpy array (rounded)."""
     x = (images.detach().to("cpu", torch.float32) * 255.0).round_().clamp_(0, 255).to(torch.uint8)
     return np.ascontiguousarray(x.permute(0, 2, 3, 1).numpy())
+
+
+def _dlib_inputs(images: torch.Tensor, boxes: torch.Tensor | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """What the dlib pipelines take: :func:`to_uint8_hwc` images and the checked boxes as float64 (or ``None``)."""
+    if boxes is not None:
+        check_boxes(boxes)
+    return to_uint8_hwc(images), None if boxes is None else boxes.detach().to("cpu", torch.float64).numpy()
 
 
 @dataclass(frozen=True)
@@ -216,10 +212,7 @@ class DlibFaceRecognitionEncoder(Encoder):
         self._net = dlib.face_recognition_model_v1(str(descriptor_path))
 
     def _embed_batch(self, images: torch.Tensor, boxes: torch.Tensor | None) -> torch.Tensor:
-        arrays = to_uint8_hwc(images)
-        if boxes is not None:
-            check_boxes(boxes)
-        box_np = None if boxes is None else boxes.detach().to("cpu", torch.float64).numpy()
+        arrays, box_np = _dlib_inputs(images, boxes)
         out, failures = _describe_parallel(self.aligner, self._net, self._paths, arrays, box_np)
         self.failures_to_enrol += failures
         return torch.from_numpy(out).to(self.device)
@@ -281,9 +274,8 @@ def _init_worker(predictor_path: str, descriptor_path: str) -> None:
 
 
 def _describe_in_worker(arrays: np.ndarray, boxes: np.ndarray | None) -> tuple[np.ndarray, int]:
-    if _WORKER is None:  # pragma: no cover - the initializer always runs first
-        raise RuntimeError("dlib worker not initialised")
-    return _describe(_WORKER[0], _WORKER[1], arrays, boxes)
+    # _WORKER is set: the pool runs _init_worker in every helper before any task (a failed one breaks the pool)
+    return _describe(*_WORKER, arrays, boxes)
 
 
 def _pool(paths: tuple[str, str], helpers: int) -> ProcessPoolExecutor:

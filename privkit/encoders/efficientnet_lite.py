@@ -58,11 +58,11 @@ import torch
 from torch import nn
 
 from .._files import file_digest
-from .._validate import check_int, check_tensor
+from .._validate import check_image_batch, check_int
 from ..device import resolve_device
 from ..errors import InvalidArgumentError, MissingResourceError, ShapeError
 from ..transforms import resize
-from .base import Encoder
+from .base import Encoder, package_file
 
 __all__ = ["BACKBONE_CHANNELS", "BACKBONE_STRIDES", "EFFICIENTNET_LITE0_DIM", "EFFICIENTNET_LITE0_INPUT_SIZE",
            "EFFICIENTNET_LITE0_WEIGHTS_SHA256", "IMAGENET_NUM_CLASSES", "INPUT_MEAN", "INPUT_STD", "TIMM_ARCHITECTURE",
@@ -108,17 +108,16 @@ def efficientnet_lite0_weights_path() -> Path:
     Raises:
         MissingResourceError: the package is not installed or its weight file is absent.
     """
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec(_PACKAGE)
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None or not spec.submodule_search_locations:
+    folder = package_file(_PACKAGE)
+    if folder is None:
         raise MissingResourceError(
             f"The Python package {_PACKAGE}", expected_at=f"<site-packages>/{_PACKAGE}", how_to_get=_INSTALL
         )
-    path = Path(next(iter(spec.submodule_search_locations))) / "models" / _WEIGHTS_FILE
+    return _weights_file(folder / "models" / _WEIGHTS_FILE)
+
+
+def _weights_file(path: Path) -> Path:
+    """``path`` if it is a file, else the weight file's MissingResourceError."""
     if not path.is_file():
         raise MissingResourceError("The EfficientNet-Lite0 weight file", expected_at=str(path), how_to_get=_INSTALL)
     return path
@@ -138,9 +137,7 @@ def load_package_state_dict(path: str | Path | None = None, *, verify: bool = Tr
         MissingResourceError: the package or file is absent.
         InvalidArgumentError: the file's sha256 differs, or it does not hold a mapping of names to tensors.
     """
-    path = efficientnet_lite0_weights_path() if path is None else Path(path)
-    if not path.is_file():
-        raise MissingResourceError("The EfficientNet-Lite0 weight file", expected_at=str(path), how_to_get=_INSTALL)
+    path = efficientnet_lite0_weights_path() if path is None else _weights_file(Path(path))
     if verify:
         digest = file_digest(path).hexdigest()
         if digest != EFFICIENTNET_LITE0_WEIGHTS_SHA256:
@@ -258,19 +255,6 @@ class ImageNetTopK:
 
 
 # -- the encoder ------------------------------------------------------------------------------------------------
-def _check_images(images: torch.Tensor, name: str = "images") -> torch.Tensor:
-    """(B, 3, H, W) finite floats in [0, 1] with H, W >= 1 (the checks of :meth:`Encoder.embed`)."""
-    check_tensor(name, images, ndim=4, floating=True)
-    if images.shape[1] != 3:
-        raise ShapeError(f"{name} must have 3 channels (N, 3, H, W), got shape {tuple(images.shape)}")
-    if images.shape[2] < 1 or images.shape[3] < 1:
-        raise ShapeError(f"{name} must have H >= 1 and W >= 1, got shape {tuple(images.shape)}")
-    values = images.detach()
-    if values.numel() and (float(values.min()) < 0.0 or float(values.max()) > 1.0):
-        raise InvalidArgumentError(f"{name} must have values in [0, 1]")
-    return images
-
-
 class EfficientNetLite0Encoder(Encoder):
     """EfficientNet-Lite0 (ImageNet) as a frozen 1280-D general-purpose encoder, with its classifier and
     multi-scale backbone features.
@@ -358,7 +342,7 @@ class EfficientNetLite0Encoder(Encoder):
             ShapeError: not (B, 3, H, W).
             InvalidArgumentError: not floating point, not finite or outside [0, 1].
         """
-        _check_images(images)
+        check_image_batch("images", images, nonempty=True)
         return self._resize_crop(images.to(device=self.device, dtype=self._dtype()))
 
     def normalize(self, images: torch.Tensor) -> torch.Tensor:
@@ -366,7 +350,7 @@ class EfficientNetLite0Encoder(Encoder):
         return (images - self._mean.to(images.dtype)) / self._std.to(images.dtype)
 
     def _prepare(self, images: torch.Tensor, resize: bool) -> torch.Tensor:
-        _check_images(images)
+        check_image_batch("images", images, nonempty=True)
         x = images.to(device=self.device, dtype=self._dtype())
         return self.normalize(self._resize_crop(x) if resize else x)
 
@@ -430,7 +414,7 @@ class EfficientNetLite0Encoder(Encoder):
         """
         top_k = check_int("top_k", top_k, minimum=1, maximum=IMAGENET_NUM_CLASSES)
         batch_size = check_int("batch_size", batch_size, minimum=1)
-        _check_images(images)
+        check_image_batch("images", images, nonempty=True)
         names = imagenet_class_names()
         probs = [
             self.imagenet_logits(images[i : i + batch_size]).float().softmax(dim=1).cpu()

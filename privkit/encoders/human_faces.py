@@ -36,8 +36,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .._validate import check_choice, check_int, check_nonnegative, check_tensor
-from ..errors import InvalidArgumentError, ShapeError
+from .._validate import check_choice, check_image_batch, check_int, check_nonnegative, check_tensor
 from ..transforms import resize, square_frames
 from .base import Encoder
 from .dlib_fr import check_boxes
@@ -76,11 +75,7 @@ FACERES_MODELS: tuple[str, ...] = ("faceres", "faceres-deep")
 
 
 def _check_images(images: torch.Tensor, boxes: torch.Tensor | None) -> None:
-    check_tensor("images", images, ndim=4, floating=True)
-    if images.shape[1] != 3:
-        raise ShapeError(f"images must have 3 channels (N, 3, H, W), got shape {tuple(images.shape)}")
-    if images.numel() and (float(images.detach().min()) < 0.0 or float(images.detach().max()) > 1.0):
-        raise InvalidArgumentError("images must have values in [0, 1] (the encoder scales them to 0..255)")
+    check_image_batch("images", images)
     if boxes is not None:
         check_tensor("boxes", boxes, shape=(images.shape[0], 4))
         check_boxes(boxes)

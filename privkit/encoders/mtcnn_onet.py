@@ -20,7 +20,6 @@ encoder's device (GPU when available). No detection runs, so ``failures_to_enrol
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import torch
@@ -29,7 +28,7 @@ from torch.nn import functional as F
 
 from ..errors import MissingResourceError
 from ..transforms import square_frames
-from .base import Encoder
+from .base import Encoder, package_file
 from .dlib_fr import check_boxes
 
 __all__ = ["ONetTrunk", "MtcnnONetEncoder", "onet_weights_path", "load_mtcnn_onet"]
@@ -67,14 +66,7 @@ class ONetTrunk(nn.Module):
 
 def onet_weights_path() -> Path | None:
     """Path of ``facenet_pytorch/data/onet.pt`` in the installed package (not imported), or ``None``."""
-    spec = importlib.util.find_spec("facenet_pytorch")
-    if spec is None:
-        return None
-    for root in spec.submodule_search_locations or []:
-        candidate = Path(root) / "data" / "onet.pt"
-        if candidate.is_file():
-            return candidate
-    return None
+    return package_file("facenet_pytorch", "data", "onet.pt")
 
 
 def square_crops(images: torch.Tensor, boxes: torch.Tensor | None, size: int) -> torch.Tensor:

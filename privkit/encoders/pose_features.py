@@ -36,15 +36,13 @@ parameters once unfrozen); :meth:`~privkit.encoders.base.Encoder.embed` runs wit
 
 from __future__ import annotations
 
-import warnings
-
 import torch
 from torch.nn import functional as F
 
+from .._validate import check_image_batch
 from ..device import resolve_device
 from ..errors import InvalidArgumentError, ShapeError
 from .base import Encoder
-from .efficientnet_lite import _check_images
 from .pose_models import POSE_MODELS, PoseModel, load_pose_model
 
 __all__ = ["MOVENET_FEATURES_DIM", "MOVENET_FEATURES_MAPS", "MOVENET_FEATURES_MODEL", "MoveNetFeaturesEncoder",
@@ -56,8 +54,6 @@ MOVENET_FEATURES_MODEL = "movenet-lightning"
 MOVENET_FEATURES_MAPS: tuple[tuple[str, int], ...] = (("stride16", 96), ("stride32", 1280))
 #: Width of the embedding: 96 + 1280.
 MOVENET_FEATURES_DIM = sum(c for _, c in MOVENET_FEATURES_MAPS)
-
-_GRAD_WARNING = "Converting a tensor with requires_grad=True to a scalar"
 
 
 class MoveNetFeaturesEncoder(Encoder):
@@ -93,9 +89,7 @@ class MoveNetFeaturesEncoder(Encoder):
 
     def _pooled(self, images: torch.Tensor) -> torch.Tensor:
         """Block-normalised concatenation of the pooled maps (B, 1376); rows have norm sqrt(2)."""
-        with warnings.catch_warnings():  # prepare() reads min/max of the images, harmless under autograd
-            warnings.filterwarnings("ignore", message=_GRAD_WARNING)
-            x, _ = self.pose.prepare(images)
+        x, _ = self.pose.prepare(images)
         maps = self.pose.graph(x, outputs=self._nodes)  # NHWC
         pooled = []
         for (label, chs), m in zip(MOVENET_FEATURES_MAPS, maps):
@@ -119,7 +113,7 @@ class MoveNetFeaturesEncoder(Encoder):
             ShapeError: not (B, 3, H, W).
             InvalidArgumentError: not floating point, NaN/inf, or values outside [0, 1].
         """
-        return self._pooled(_check_images(images).to(self.device))
+        return self._pooled(check_image_batch("images", images, nonempty=True).to(self.device))
 
 
 def load_movenet_features(*, device: str | torch.device = "auto") -> MoveNetFeaturesEncoder:

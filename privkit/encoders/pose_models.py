@@ -43,7 +43,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._validate import check_choice, check_positive, check_tensor
+from .._validate import check_choice, check_image_batch, check_positive, check_tensor
 from ..data.types import MPII_JOINTS
 from ..device import resolve_device
 from ..errors import InvalidArgumentError, MissingResourceError, PrivkitError, ShapeError
@@ -203,11 +203,7 @@ class PoseModel(nn.Module):
             ``(x, frame)``: the NHWC graph input and (N, 3) ``(offset_x, offset_y, scale)`` mapping input pixels to
             graph pixels: ``graph = (input + offset) * scale``.
         """
-        check_tensor("images", images, ndim=4, floating=True)
-        if images.shape[1] != 3:
-            raise ShapeError(f"images must be (N, 3, H, W) RGB, got {tuple(images.shape)}")
-        if images.numel() and (float(images.min()) < 0.0 or float(images.max()) > 1.0):
-            raise InvalidArgumentError("images must have values in [0, 1]")
+        check_image_batch("images", images)
         ctx = self.spec.context if context is None else check_positive("context", context)
         if ctx < 1.0:
             raise InvalidArgumentError(f"context must be >= 1 (the canvas holds the whole image), got {ctx}")
@@ -247,9 +243,8 @@ class PoseModel(nn.Module):
                 yx, score = out[:, 0, :, :2], out[:, 0, :, 2]
                 xy = yx.flip(-1) * self.input_size  # graph pixels
             else:
-                b, hh, ww, j = out.shape
-                flat = out.reshape(b, hh * ww, j)
-                val, idx = flat.max(1)
+                ww = out.shape[2]
+                val, idx = out.flatten(1, 2).max(1)
                 xy = torch.stack([(idx % ww).float() + 0.5, (idx // ww).float() + 0.5], -1) * (self.input_size / ww)
                 score = val.clamp(0, 1)
                 order = [EFFICIENTPOSE_JOINTS.index(n) for n in MPII_JOINTS]
@@ -258,9 +253,8 @@ class PoseModel(nn.Module):
             kp = xy / frame[:, None, 2:3] - frame[:, None, :2]
             kps.append(kp.cpu())
             scs.append(score.cpu())
-        empty = (torch.zeros(0, len(self.joints), 2), torch.zeros(0, len(self.joints)))
-        kp = torch.cat(kps) if kps else empty[0]
-        sc = torch.cat(scs) if scs else empty[1]
+        kp = torch.cat(kps) if kps else torch.zeros(0, len(self.joints), 2)
+        sc = torch.cat(scs) if scs else torch.zeros(0, len(self.joints))
         return PosePrediction(kp, sc, self.joints, self.skeleton)
 
 

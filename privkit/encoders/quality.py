@@ -20,8 +20,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from .._validate import check_int
-from ..errors import InsufficientDataError
+from .._validate import check_int, check_min_count
 
 __all__ = ["pair_auc", "verification_auc_table", "FACE_SETS", "main"]
 
@@ -33,8 +32,7 @@ def pair_auc(embeddings: torch.Tensor, identities: torch.Tensor) -> float:
     """AUC of cosine similarity over all pairs of rows (genuine = same identity); rows are unit vectors."""
     from ..metrics import pair_auc as _pair_auc
 
-    if len(identities) < 2:
-        raise InsufficientDataError(f"identities: need at least 2 rows, got {len(identities)}")
+    check_min_count("identities", len(identities), 2, "rows")
     z = embeddings.double()
     return _pair_auc(z @ z.T, identities)
 

@@ -25,10 +25,9 @@ from typing import Literal
 import torch
 from torch.nn import functional as F
 
-from .._validate import check_choice, check_positive, check_tensor
+from .._validate import check_choice, check_image_batch, check_positive, check_tensor
 from ..errors import InvalidArgumentError
 from ..transforms import gaussian_blur
-from .metrics import _check_images
 
 __all__ = ["BASELINES", "DEFAULT_STRENGTH", "anonymize"]
 
@@ -81,7 +80,7 @@ def anonymize(images: torch.Tensor, method: BaselineName = "blur", *, boxes: tor
         InvalidArgumentError, ShapeError: bad images, boxes or strength.
     """
     check_choice("method", method, BASELINES)
-    _check_images("images", images)
+    check_image_batch("images", images)
     s = DEFAULT_STRENGTH[method] if strength is None else check_positive("strength", strength)
     if method == "mask" and s > 1.0:
         raise InvalidArgumentError(f"strength (the mask's opacity) must lie in (0, 1], got {s}")

@@ -31,7 +31,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .._validate import check_choice, check_int, check_probability, check_tensor
+from .._validate import check_choice, check_image_batch, check_int, check_min_count, check_probability, check_tensor
 from ..device import resolve_device
 from ..errors import InsufficientDataError, InvalidArgumentError, MissingResourceError, ShapeError, WeightFileError
 from ..transforms import resize
@@ -189,15 +189,6 @@ def _bootstrap_ci(n_bootstrap: int, confidence: float, seed: int,
     return _percentile_ci(np.array([replicate(g) for _ in range(n_bootstrap)]), confidence)
 
 
-def _check_images(name: str, x: Any) -> torch.Tensor:
-    check_tensor(name, x, ndim=4, floating=True)
-    if x.shape[1] != 3:
-        raise ShapeError(f"{name} must have shape (N, 3, H, W), got {tuple(x.shape)}")
-    if x.numel() and (float(x.min()) < 0.0 or float(x.max()) > 1.0):
-        raise InvalidArgumentError(f"{name} must have values in [0, 1]")
-    return x
-
-
 def features_for_fid(images: torch.Tensor, encoder: Any, *, batch_size: int = 64) -> torch.Tensor:
     """Features of ``images`` for :func:`fid`, as float64 ``(N, D)``.
 
@@ -205,7 +196,7 @@ def features_for_fid(images: torch.Tensor, encoder: Any, *, batch_size: int = 64
     :class:`~privkit.encoders.Encoder` (its unit-norm ``embed``; the offline choice at the default scale), or a
     callable ``(B, 3, H, W)`` in ``[0, 1]`` -> ``(B, D)``. State which one next to the numbers.
     """
-    _check_images("images", images)
+    check_image_batch("images", images)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     if isinstance(encoder, InceptionV3Features):
         feats = encoder.features(images, batch_size=batch_size)
@@ -300,8 +291,7 @@ def fid(real_features: torch.Tensor, fake_features: torch.Tensor, *, n_bootstrap
     check_tensor("real_features", real_features, ndim=2)
     check_tensor("fake_features", fake_features, shape=(None, real_features.shape[1]))
     for name, x in (("real_features", real_features), ("fake_features", fake_features)):
-        if x.shape[0] < 2:
-            raise InsufficientDataError(f"{name}: need at least 2 rows to fit a covariance, got {x.shape[0]}")
+        check_min_count(name, x.shape[0], 2, "rows to fit a covariance")
     n_bootstrap, confidence, seed = _check_bootstrap(n_bootstrap, confidence, seed)
     xr = real_features.detach().to(F64)
     xf = fake_features.detach().to(device=xr.device, dtype=F64)
@@ -399,7 +389,7 @@ class InceptionV3Features(nn.Module):
     @torch.no_grad()
     def features(self, images: torch.Tensor, *, batch_size: int = 64) -> torch.Tensor:
         """``(N, 2048)`` pool3 features (float32, on the model's device)."""
-        _check_images("images", images)
+        check_image_batch("images", images)
         return torch.cat([self.net(self._prep(images[i : i + batch_size]))
                           for i in range(0, images.shape[0], batch_size)])
 
@@ -518,6 +508,16 @@ def identity_distance_from_embeddings(original_embeddings: torch.Tensor, publish
     return IdentityDistanceResult(per_image=dist, mean=float(dist.mean()), ci_low=lo, ci_high=hi, confidence=confidence)
 
 
+def _check_pair(originals: Any, published: Any) -> int:
+    """Check two image batches with one published row per original; their number of rows."""
+    check_image_batch("originals", originals)
+    check_image_batch("published", published)
+    if published.shape[0] != originals.shape[0]:
+        raise ShapeError(f"published must have as many rows as originals ({originals.shape[0]}), "
+                         f"got {published.shape[0]}")
+    return originals.shape[0]
+
+
 def identity_distance(originals: torch.Tensor, published: torch.Tensor, encoder: Any, *,
                       identities: torch.Tensor | None = None, n_bootstrap: int = 1000, confidence: float = 0.95,
                       seed: int = 0, batch_size: int = 64) -> IdentityDistanceResult:
@@ -535,12 +535,7 @@ def identity_distance(originals: torch.Tensor, published: torch.Tensor, encoder:
         seed: bootstrap seed.
         batch_size: images per encoder call.
     """
-    _check_images("originals", originals)
-    _check_images("published", published)
-    if published.shape[0] != originals.shape[0]:
-        raise ShapeError(f"published must have as many rows as originals ({originals.shape[0]}), "
-                         f"got {published.shape[0]}")
-    if originals.shape[0] == 0:
+    if _check_pair(originals, published) == 0:
         raise InsufficientDataError("originals is empty")
     eo = embed_images(encoder, originals, batch_size=batch_size, dtype=F64, name="originals")
     ep = embed_images(encoder, published, batch_size=batch_size, dtype=F64, name="published")
@@ -642,16 +637,11 @@ def reidentification_rate(originals: torch.Tensor, published: torch.Tensor, enco
     Raises:
         InsufficientDataError: fewer than 2 identities, or ``far < 1 / n_impostor``.
     """
-    _check_images("originals", originals)
-    _check_images("published", published)
-    n = originals.shape[0]
-    if published.shape[0] != n:
-        raise ShapeError(f"published must have as many rows as originals ({n}), got {published.shape[0]}")
-    if gallery is None:
-        if gallery_identities is not None:
-            raise InvalidArgumentError("gallery_identities given without gallery")
-    else:
-        _check_images("gallery", gallery)
+    n = _check_pair(originals, published)
+    if gallery is None and gallery_identities is not None:
+        raise InvalidArgumentError("gallery_identities given without gallery")
+    if gallery is not None:
+        check_image_batch("gallery", gallery)
         if gallery_identities is None:
             raise InvalidArgumentError("gallery needs gallery_identities (one label per gallery image)")
         check_tensor("gallery_identities", gallery_identities, shape=(gallery.shape[0],))
@@ -681,7 +671,7 @@ def attribute_preservation(published: torch.Tensor, labels: torch.Tensor | Mappi
             independently of the publishing model.
         batch_size: images per classifier call.
     """
-    _check_images("published", published)
+    check_image_batch("published", published)
     if not callable(classifier):
         raise InvalidArgumentError(f"classifier must be callable, got {type(classifier).__name__}")
     lab = {"attribute": labels} if isinstance(labels, torch.Tensor) else dict(labels)
