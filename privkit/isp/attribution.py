@@ -38,7 +38,8 @@ from typing import Literal, Union
 import pandas as pd
 import torch
 
-from .._validate import check_choice, check_int, check_nonnegative, check_probability, check_real, check_tensor
+from .._validate import (check_choice, check_image_batch, check_int, check_nonnegative, check_probability, check_real,
+                         check_tensor)
 from ..errors import InsufficientDataError, InvalidArgumentError, ShapeError
 from ..encoders.base import embed_images
 from ..transforms import gaussian_blur
@@ -54,10 +55,7 @@ EncoderLike = Union[Callable[[torch.Tensor], torch.Tensor], torch.nn.Module]
 # Inputs
 # ---------------------------------------------------------------------------------------------------------------------
 def _check_images(images: torch.Tensor, name: str = "images") -> torch.Tensor:
-    check_tensor(name, images, ndim=4, floating=True)
-    if images.shape[1] != 3:
-        raise ShapeError(f"{name} must have shape (N, 3, H, W), got {tuple(images.shape)}")
-    return images
+    return check_image_batch(name, images, unit_range=False)
 
 
 def _check_masks(masks: torch.Tensor, images: torch.Tensor | None = None, name: str = "masks") -> torch.Tensor:
