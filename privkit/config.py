@@ -56,41 +56,22 @@ class PaperInfo:
         return self.notebook.is_file()
 
 
-PAPERS: dict[str, PaperInfo] = {
-    "isp": PaperInfo(
-        name="isp",
-        short_title="Identity leakage in image encoders and the Identity Sanitization Projection",
-        citation=(
-            "George, Yeh, Lee, Zhang. From Measurement to Mitigation: Quantifying and Reducing Identity Leakage "
-            "in Image Representation Encoders with Linear Subspace Removal. CVPR 2026. arXiv:2604.05296."
-        ),
-    ),
-    "dppose": PaperInfo(
-        name="dppose",
-        short_title="Differentially private 2D human pose estimation",
-        citation=(
-            "Sivangi, Henderson, Deligianni. Differentially Private 2D Human Pose Estimation. CVPR 2026. "
-            "arXiv:2504.10190."
-        ),
-    ),
-    "scoreshield": PaperInfo(
-        name="scoreshield",
-        short_title="ScoreShield: DP release of similarity scores",
-        citation=(
-            "Razeghi, Rahimi. ScoreShield: Differentially Private Release of Similarity Scores. "
-            "arXiv:2607.25041v1, 2026."
-        ),
-    ),
-    "synthesisnet": PaperInfo(
-        name="synthesisnet",
-        short_title="SynthesisNet: face publishing with metric-DP identity latents",
-        citation=(
-            "沈博 (Shen Bo), 王祥根 (Wang Xianggen), 田澍 (Tian Shu), 崔佳佳 (Cui Jiajia). Face-image privacy "
-            "publishing with an identity/attribute autoencoder, metric differential privacy and a DCGAN with an "
-            "auxiliary classifier (Chinese journal paper; full text not obtained, implemented from its summary)."
-        ),
-    ),
-}
+PAPERS: dict[str, PaperInfo] = {p.name: p for p in (
+    PaperInfo("isp", "Identity leakage in image encoders and the Identity Sanitization Projection",
+              "George, Yeh, Lee, Zhang. From Measurement to Mitigation: Quantifying and Reducing Identity Leakage "
+              "in Image Representation Encoders with Linear Subspace Removal. CVPR 2026. arXiv:2604.05296."),
+    PaperInfo("dppose", "Differentially private 2D human pose estimation",
+              "Sivangi, Henderson, Deligianni. Differentially Private 2D Human Pose Estimation. CVPR 2026. "
+              "arXiv:2504.10190."),
+    PaperInfo("scoreshield", "ScoreShield: DP release of similarity scores",
+              "Razeghi, Rahimi. ScoreShield: Differentially Private Release of Similarity Scores. "
+              "arXiv:2607.25041v1, 2026."),
+    PaperInfo("synthesisnet", "SynthesisNet: face publishing with metric-DP identity latents",
+              "沈博 (Shen Bo), 王祥根 (Wang Xianggen), 田澍 (Tian Shu), 崔佳佳 (Cui Jiajia). Face-image privacy "
+              "publishing with an identity/attribute autoencoder, metric differential privacy and a DCGAN with an "
+              "auxiliary classifier (Chinese journal paper; full text not obtained, implemented from its summary)."),
+)}
+
 
 def check_presets(paper: str, presets: Mapping[str, Any]) -> dict[str, Any]:
     """Check that ``presets`` maps every scale to a frozen dataclass instance; returns a copy."""

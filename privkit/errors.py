@@ -10,18 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = [
-    "PrivkitError",
-    "InvalidArgumentError",
-    "WeightFileError",
-    "UnknownNameError",
-    "ShapeError",
-    "NotUnitNormError",
-    "InsufficientDataError",
-    "MissingResourceError",
-    "ConvergenceError",
-    "PrivacyBudgetError",
-]
+__all__ = ["PrivkitError", "InvalidArgumentError", "WeightFileError", "UnknownNameError", "ShapeError",
+           "NotUnitNormError", "InsufficientDataError", "MissingResourceError", "ConvergenceError", "PrivacyBudgetError"]
 
 
 class PrivkitError(ValueError):
@@ -44,9 +34,7 @@ class UnknownNameError(PrivkitError):
         self.argument = argument
         self.value = value
         self.valid = sorted(str(v) for v in valid)
-        super().__init__(
-            f"{argument}={value!r} is not known; valid values are: {', '.join(self.valid)}"
-        )
+        super().__init__(f"{argument}={value!r} is not known; valid values are: {', '.join(self.valid)}")
 
 
 class ShapeError(PrivkitError):
@@ -71,10 +59,8 @@ class MissingResourceError(PrivkitError, FileNotFoundError):
         self.what = what
         self.expected_at = expected_at
         self.how_to_get = how_to_get
-        super().__init__(
-            f"{what} was not found at {expected_at}. {how_to_get} "
-            "privkit never downloads data or weights at run time."
-        )
+        super().__init__(f"{what} was not found at {expected_at}. {how_to_get} "
+                         "privkit never downloads data or weights at run time.")
 
 
 class ConvergenceError(PrivkitError):

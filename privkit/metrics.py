@@ -36,23 +36,9 @@ from scipy.special import betaincinv
 from ._validate import check_int, check_probability, check_tensor
 from .errors import InsufficientDataError, InvalidArgumentError, ShapeError
 
-__all__ = [
-    "DEFAULT_FARS",
-    "DEFAULT_MIN_FALSE_ACCEPTS",
-    "smallest_resolvable_far",
-    "resolvable_far",
-    "thresholds_at_far",
-    "tar_at_far",
-    "ROCCurve",
-    "roc_curve",
-    "auc",
-    "eer",
-    "pair_auc",
-    "BootstrapCI",
-    "bootstrap_ci",
-    "wilson_interval",
-    "clopper_pearson_upper",
-]
+__all__ = ["DEFAULT_FARS", "DEFAULT_MIN_FALSE_ACCEPTS", "smallest_resolvable_far", "resolvable_far",
+           "thresholds_at_far", "tar_at_far", "ROCCurve", "roc_curve", "auc", "eer", "pair_auc", "BootstrapCI", "bootstrap_ci",
+           "wilson_interval", "clopper_pearson_upper"]
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -106,13 +92,8 @@ def _allowed_false_accepts(far: float, n: int) -> int:
     return int(math.floor(far * n * (1 + 1e-12)))
 
 
-def thresholds_at_far(
-    top_scores: torch.Tensor,
-    n_impostor_pairs: int,
-    fars: float | Sequence[float],
-    *,
-    min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS,
-) -> torch.Tensor:
+def thresholds_at_far(top_scores: torch.Tensor, n_impostor_pairs: int, fars: float | Sequence[float], *,
+                      min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS) -> torch.Tensor:
     """Thresholds τ(α) from the largest impostor scores (accept when score > τ).
 
     Args:
@@ -148,13 +129,8 @@ def _topk_desc(x: torch.Tensor, k: int) -> torch.Tensor:
     return torch.topk(x, k, largest=True, sorted=True).values
 
 
-def tar_at_far(
-    genuine_scores: torch.Tensor,
-    impostor_scores: torch.Tensor,
-    *,
-    fars: float | Sequence[float] = DEFAULT_FARS,
-    min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS,
-) -> pd.DataFrame:
+def tar_at_far(genuine_scores: torch.Tensor, impostor_scores: torch.Tensor, *,
+               fars: float | Sequence[float] = DEFAULT_FARS, min_false_accepts: int = DEFAULT_MIN_FALSE_ACCEPTS) -> pd.DataFrame:
     """TAR at FAR from explicit score vectors, with the threshold set on these impostor scores.
 
     The threshold uses ``torch.topk`` on the impostor scores (no full sort). For embeddings use
@@ -184,18 +160,10 @@ def tar_at_far(
     g = genuine_scores.double()
     for far, tau in zip(fars, taus.tolist()):
         ok = not math.isnan(tau)
-        rows.append(
-            {
-                "far": far,
-                "threshold": tau,
-                "tar": float((g > tau).double().mean()) if ok else math.nan,
-                "realised_far": float((impostor_scores.double() > tau).double().mean()) if ok else math.nan,
-                "resolvable": ok,
-                "smallest_resolvable_far": floor,
-                "n_genuine": int(genuine_scores.numel()),
-                "n_impostor": n_imp,
-            }
-        )
+        rows.append({"far": far, "threshold": tau, "tar": float((g > tau).double().mean()) if ok else math.nan,
+                     "realised_far": float((impostor_scores.double() > tau).double().mean()) if ok else math.nan,
+                     "resolvable": ok, "smallest_resolvable_far": floor, "n_genuine": int(genuine_scores.numel()),
+                     "n_impostor": n_imp})
     return pd.DataFrame(rows)
 
 
@@ -306,16 +274,9 @@ class BootstrapCI:
     unit: str
 
 
-def bootstrap_ci(
-    metric_fn: Callable[[torch.Tensor, torch.Tensor], float],
-    genuine: torch.Tensor,
-    impostor: torch.Tensor,
-    *,
-    groups: tuple[torch.Tensor, torch.Tensor] | None = None,
-    n_boot: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
-) -> BootstrapCI:
+def bootstrap_ci(metric_fn: Callable[[torch.Tensor, torch.Tensor], float], genuine: torch.Tensor,
+                 impostor: torch.Tensor, *, groups: tuple[torch.Tensor, torch.Tensor] | None = None,
+                 n_boot: int = 1000, seed: int = 0, confidence: float = 0.95) -> BootstrapCI:
     """Bootstrap a metric of (genuine, impostor) scores, resampling identities.
 
     Pairs of the same identity are dependent, so resampling single scores understates the
@@ -364,14 +325,13 @@ def bootstrap_ci(
                 raise ShapeError(f"{name} must have one label per score: {lab.numel()} labels for {ref.numel()} scores")
         ids, inv = torch.unique(torch.cat([gg, ig]).cpu(), return_inverse=True)
         K = ids.numel()
-        g_lab, i_lab = inv[: gg.numel()], inv[gg.numel():]
-        g_order = torch.argsort(g_lab)
-        i_order = torch.argsort(i_lab)
-        g_cnt = torch.bincount(g_lab, minlength=K)
-        i_cnt = torch.bincount(i_lab, minlength=K)
-        g_start = torch.cumsum(g_cnt, 0) - g_cnt
-        i_start = torch.cumsum(i_cnt, 0) - i_cnt
-        g_sorted, i_sorted = g[g_order.to(g.device)], i[i_order.to(i.device)]
+
+        def by_identity(scores, lab):
+            """``(scores sorted by identity, start of each identity's run, run lengths)``."""
+            cnt = torch.bincount(lab, minlength=K)
+            return scores[torch.argsort(lab).to(scores.device)], torch.cumsum(cnt, 0) - cnt, cnt
+
+        g_runs, i_runs = by_identity(g, inv[: gg.numel()]), by_identity(i, inv[gg.numel():])
 
         def take(sorted_scores, start, cnt, draw):
             c = cnt[draw]
@@ -390,8 +350,8 @@ def bootstrap_ci(
             if tries > 20 * n_boot:
                 raise InsufficientDataError("bootstrap: too many replicates without both genuine and impostor scores")
             draw = torch.from_numpy(rng.integers(0, K, K))
-            gb = take(g_sorted, g_start, g_cnt, draw)
-            ib = take(i_sorted, i_start, i_cnt, draw)
+            gb = take(*g_runs, draw)
+            ib = take(*i_runs, draw)
             if gb.numel() == 0 or ib.numel() == 0:
                 continue
             samples[b] = float(metric_fn(gb, ib))
@@ -399,10 +359,8 @@ def bootstrap_ci(
         unit = "identity"
     a = (1.0 - conf) / 2.0
     low, high = np.quantile(samples, [a, 1.0 - a])
-    return BootstrapCI(
-        estimate=estimate, low=float(low), high=float(high), confidence=conf, n_boot=n_boot,
-        samples=torch.from_numpy(samples), unit=unit,
-    )
+    return BootstrapCI(estimate=estimate, low=float(low), high=float(high), confidence=conf, n_boot=n_boot,
+                       samples=torch.from_numpy(samples), unit=unit)
 
 
 # ---------------------------------------------------------------------------------------------------------------------

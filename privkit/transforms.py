@@ -54,16 +54,9 @@ def _pad(x: torch.Tensor, r: int, dim: int, padding: str) -> torch.Tensor:
     return F.pad(x, spec, mode=padding)
 
 
-def gaussian_blur(
-    images: torch.Tensor,
-    sigma: float,
-    *,
-    radius: int | None = None,
-    padding: str = "reflect",
-    clip_radius: bool = False,
-    kernel_dtype: torch.dtype | None = None,
-    name: str = "images",
-) -> torch.Tensor:
+def gaussian_blur(images: torch.Tensor, sigma: float, *, radius: int | None = None, padding: str = "reflect",
+                  clip_radius: bool = False, kernel_dtype: torch.dtype | None = None,
+                  name: str = "images") -> torch.Tensor:
     """Separable Gaussian blur of ``(N, C, H, W)`` images (module docstring); ``sigma = 0`` returns a copy.
 
     Args:

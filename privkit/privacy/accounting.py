@@ -32,14 +32,8 @@ import numpy as np
 from .._validate import check_choice, check_delta, check_epsilon, check_int, check_positive, check_probability
 from ..errors import InvalidArgumentError, PrivacyBudgetError
 
-__all__ = [
-    "ACCOUNTANTS",
-    "NEIGHBOURINGS",
-    "epsilon_spent",
-    "epsilon_from_history",
-    "noise_multiplier_for",
-    "accountant_for",
-]
+__all__ = ["ACCOUNTANTS", "NEIGHBOURINGS", "epsilon_spent", "epsilon_from_history", "noise_multiplier_for",
+           "accountant_for"]
 
 Accountant = Literal["rdp", "prv", "pld"]
 Neighbouring = Literal["add_remove", "substitution"]
@@ -85,8 +79,7 @@ def _check_entry(index: int | None, entry: object) -> tuple[float, float, int]:
 
 
 def _check_relation(neighbouring: str, accountant: str) -> None:
-    check_choice("neighbouring", neighbouring, NEIGHBOURINGS)
-    check_choice("accountant", accountant, ACCOUNTANTS)
+    accountant_for(neighbouring, accountant)  # checks both names
     if neighbouring == "substitution" and accountant != "pld":
         raise InvalidArgumentError(
             f"neighbouring='substitution' needs accountant='pld' (dp-accounting's replace-one PLD accountant); "
@@ -105,17 +98,20 @@ def _pld_epsilon(history: list[tuple[float, float, int]], delta: float, neighbou
     for sigma, q, steps in history:
         acc.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma)), steps)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        eps = float(acc.get_epsilon(delta))
+        return acc.get_epsilon(delta)
+
+
+def _epsilon(history: list[tuple[float, float, int]], delta: float, accountant: str,
+             neighbouring: str = "add_remove") -> float:
+    """epsilon of a validated, non-empty history (no zero-step entries); ``inf`` when the accountant gives NaN."""
+    eps = float(_pld_epsilon(history, delta, neighbouring) if accountant == "pld"
+                else _opacus_epsilon(history, delta, accountant))
     if math.isnan(eps):
         return math.inf
     return max(0.0, eps)
 
 
-def _epsilon(history: list[tuple[float, float, int]], delta: float, accountant: str,
-             neighbouring: str = "add_remove") -> float:
-    """epsilon of a validated, non-empty history (no zero-step entries)."""
-    if accountant == "pld":
-        return _pld_epsilon(history, delta, neighbouring)
+def _opacus_epsilon(history: list[tuple[float, float, int]], delta: float, accountant: str) -> float:
     from opacus.accountants import create_accountant  # heavy import, done lazily
 
     acc = create_accountant(mechanism=accountant)
@@ -126,22 +122,12 @@ def _epsilon(history: list[tuple[float, float, int]], delta: float, accountant: 
         # density takes log(1 - q) = -inf at sample_rate = 1, which is harmless.
         warnings.simplefilter("ignore", UserWarning)
         if accountant == "prv":
-            eps = acc.get_epsilon(delta=delta, eps_error=PRV_EPS_ERROR)
-        else:
-            eps = acc.get_epsilon(delta=delta)
-    eps = float(eps)
-    if math.isnan(eps):
-        return math.inf
-    return max(0.0, eps)
+            return acc.get_epsilon(delta=delta, eps_error=PRV_EPS_ERROR)
+        return acc.get_epsilon(delta=delta)
 
 
-def epsilon_from_history(
-    history: Sequence[tuple[float, float, int]],
-    *,
-    delta: float,
-    accountant: Accountant = "rdp",
-    neighbouring: Neighbouring = "add_remove",
-) -> float:
+def epsilon_from_history(history: Sequence[tuple[float, float, int]], *, delta: float, accountant: Accountant = "rdp",
+                         neighbouring: Neighbouring = "add_remove") -> float:
     """epsilon spent by a sequence of heterogeneous DP-SGD phases.
 
     Args:
@@ -173,15 +159,8 @@ def epsilon_from_history(
     return _epsilon(entries, dlt, accountant, neighbouring)
 
 
-def epsilon_spent(
-    *,
-    noise_multiplier: float,
-    sample_rate: float,
-    steps: int,
-    delta: float,
-    accountant: Accountant = "rdp",
-    neighbouring: Neighbouring = "add_remove",
-) -> float:
+def epsilon_spent(*, noise_multiplier: float, sample_rate: float, steps: int, delta: float,
+                  accountant: Accountant = "rdp", neighbouring: Neighbouring = "add_remove") -> float:
     """epsilon spent by ``steps`` steps of DP-SGD with fixed noise and sampling rate.
 
     Args:
@@ -199,17 +178,10 @@ def epsilon_spent(
                                 neighbouring=neighbouring)
 
 
-def noise_multiplier_for(
-    *,
-    target_epsilon: float,
-    delta: float,
-    sample_rate: float,
-    steps: int,
-    accountant: Accountant = "rdp",
-    epsilon_tolerance: float = 0.01,
-    max_noise_multiplier: float = MAX_NOISE_MULTIPLIER,
-    neighbouring: Neighbouring = "add_remove",
-) -> float:
+def noise_multiplier_for(*, target_epsilon: float, delta: float, sample_rate: float, steps: int,
+                         accountant: Accountant = "rdp", epsilon_tolerance: float = 0.01,
+                         max_noise_multiplier: float = MAX_NOISE_MULTIPLIER,
+                         neighbouring: Neighbouring = "add_remove") -> float:
     """Smallest noise multiplier (up to ``epsilon_tolerance``) reaching ``target_epsilon``.
 
     A bisection with the opacus accountant, as in

@@ -58,14 +58,14 @@ exact for such mechanisms and still valid (just different draws) for others.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 import torch
 
-from .._validate import check_int, check_positive, check_probability, check_real
+from .._validate import check_delta, check_int, check_positive, check_probability
 from ..device import resolve_device
 from ..errors import InvalidArgumentError, ShapeError, UnknownNameError
 from ..metrics import clopper_pearson_upper
@@ -87,7 +87,8 @@ _N_TAIL_CANDIDATES = 400
 # --------------------------------------------------------------------------- statistics helpers
 
 
-def epsilon_lower_bound(fpr_upper: np.ndarray | float, fnr_upper: np.ndarray | float, delta: float) -> np.ndarray | float:
+def epsilon_lower_bound(fpr_upper: np.ndarray | float, fnr_upper: np.ndarray | float,
+                        delta: float) -> np.ndarray | float:
     """``max(0, ln((1-delta-FNR)/FPR), ln((1-delta-FPR)/FNR))`` from upper bounds on the two rates.
 
     Args:
@@ -183,12 +184,10 @@ class AuditResult:
         return d
 
     def __str__(self) -> str:
-        head = (
-            f"audit: ε ≥ {self.epsilon_lower:.3f} at δ={self.delta:.3g} with {self.confidence:.0%} confidence "
-            f"(test: {self.statistic} {self.side} {self.threshold:.4g}; held-out FPR={self.fpr:.3g} "
-            f"[≤{self.fpr_upper:.3g}], FNR={self.fnr:.3g} [≤{self.fnr_upper:.3g}]; "
-            f"{self.n_samples} samples per input, {self.n_heldout} held out)"
-        )
+        head = (f"audit: ε ≥ {self.epsilon_lower:.3f} at δ={self.delta:.3g} with {self.confidence:.0%} confidence "
+                f"(test: {self.statistic} {self.side} {self.threshold:.4g}; held-out FPR={self.fpr:.3g} "
+                f"[≤{self.fpr_upper:.3g}], FNR={self.fnr:.3g} [≤{self.fnr_upper:.3g}]; "
+                f"{self.n_samples} samples per input, {self.n_heldout} held out)")
         if self.claimed_epsilon is None:
             return head
         if self.passed:
@@ -229,14 +228,11 @@ class _Sampler:
     def _call(self, data: Any, n: int) -> torch.Tensor:
         out = self.mechanism(data, n, self.generator)
         if not isinstance(out, torch.Tensor):
-            raise InvalidArgumentError(
-                f"mechanism must return a torch.Tensor of shape (n, ...), got {type(out).__name__}"
-            )
+            raise InvalidArgumentError(f"mechanism must return a torch.Tensor of shape (n, ...), "
+                                       f"got {type(out).__name__}")
         if out.ndim == 0 or out.shape[0] != n:
-            raise ShapeError(
-                f"mechanism(data, n={n}, generator) must return a tensor with first dimension n={n} "
-                f"(one row per independent run), got shape {tuple(out.shape)}"
-            )
+            raise ShapeError(f"mechanism(data, n={n}, generator) must return a tensor with first dimension n={n} "
+                             f"(one row per independent run), got shape {tuple(out.shape)}")
         if out.is_complex() or out.dtype == torch.bool:
             raise InvalidArgumentError(f"mechanism outputs must be real numbers, got dtype {out.dtype}")
         shape = tuple(out.shape[1:])
@@ -299,6 +295,65 @@ def _fit_direction(stats0, stats1, whiten: bool) -> torch.Tensor:
     return w / torch.linalg.vector_norm(w)
 
 
+def _shifted_moments(chunks: Iterable[torch.Tensor], whiten: bool, keep: bool):
+    """``((count, sum, sum of outer products or None, shift), kept chunks)`` of the rows of ``chunks``.
+
+    Sums are taken about the first chunk's mean (for accuracy); outer products only with ``whiten``; the chunks are
+    kept (for scoring) only with ``keep``.
+    """
+    kept = []
+    n_seen, shift, s_sum, q_sum = 0, None, None, None
+    for x in chunks:
+        if shift is None:
+            shift = x.mean(dim=0)
+            s_sum = torch.zeros_like(shift)
+            q_sum = torch.zeros(x.shape[1], x.shape[1], dtype=x.dtype, device=x.device) if whiten else None
+        xc = x - shift
+        s_sum += xc.sum(dim=0)
+        if whiten:
+            q_sum += xc.T @ xc
+        n_seen += x.shape[0]
+        if keep:
+            kept.append(x)
+    return (n_seen, s_sum, q_sum, shift), kept
+
+
+def _fit_direction_scores(sampler: _Sampler, inputs: tuple[Any, Any], n_fit: int, whiten: bool, cache_ok: bool,
+                          scores_of: Callable[[torch.Tensor, torch.Tensor | None], np.ndarray]):
+    """Fit the (optionally whitened) mean-difference direction on the fitting half of both inputs, then score that
+    half along it: ``(direction, [scores of inputs[0], scores of inputs[1]])``.
+
+    The half is kept in memory when ``cache_ok``, else redrawn from the generator state saved before each input; the
+    generator is left where the fitting draws ended.
+    """
+    generator = sampler.generator
+    states, cached, stats = [], [], []
+    for data in inputs:
+        states.append(generator.get_state())
+        moments, chunks = _shifted_moments(sampler.stream(data, n_fit), whiten, cache_ok)
+        stats.append(moments)
+        cached.append(chunks)
+    after = generator.get_state()
+    w = _fit_direction(stats[0], stats[1], whiten)
+    fit_scores = []
+    for data, state, chunks in zip(inputs, states, cached):
+        if not cache_ok:
+            generator.set_state(state)
+            chunks = sampler.stream(data, n_fit)
+        fit_scores.append(np.concatenate([scores_of(x, w) for x in chunks]))
+    generator.set_state(after)
+    return w, fit_scores
+
+
+def _statistic(statistic: Any) -> tuple[Callable[[torch.Tensor], torch.Tensor] | None, str]:
+    """``(the user's callable or None, the statistic's name)``; an unknown name raises UnknownNameError."""
+    if callable(statistic):
+        return statistic, getattr(statistic, "__name__", "custom statistic")
+    if isinstance(statistic, str) and statistic in STATISTICS:
+        return None, statistic
+    raise UnknownNameError("statistic", statistic, list(STATISTICS) + ["<callable>"])
+
+
 def _choose_test(a: np.ndarray, b: np.ndarray, delta: float, alpha: float) -> tuple[float, str, float]:
     """Threshold and side maximising the epsilon bound on the fitting half.
 
@@ -328,21 +383,10 @@ def _choose_test(a: np.ndarray, b: np.ndarray, delta: float, alpha: float) -> tu
     return threshold, side, max(0.0, eps_fit)
 
 
-def audit(
-    mechanism: Mechanism,
-    d0: Any,
-    d1: Any,
-    *,
-    n_samples: int,
-    delta: float = 0.0,
-    confidence: float = 0.95,
-    seed: int = 0,
-    claimed_epsilon: float | None = None,
-    statistic: StatisticName | Callable[[torch.Tensor], torch.Tensor] = "auto",
-    batch_size: int | None = None,
-    device: str | torch.device | None = None,
-    max_cached_bytes: int = 1 << 28,
-) -> AuditResult:
+def audit(mechanism: Mechanism, d0: Any, d1: Any, *, n_samples: int, delta: float = 0.0, confidence: float = 0.95,
+          seed: int = 0, claimed_epsilon: float | None = None,
+          statistic: StatisticName | Callable[[torch.Tensor], torch.Tensor] = "auto", batch_size: int | None = None,
+          device: str | torch.device | None = None, max_cached_bytes: int = 1 << 28) -> AuditResult:
     """Audit ``mechanism`` on the neighbouring inputs ``d0``, ``d1``: a high-confidence lower bound on epsilon.
 
     See the module docstring for the method and the mechanism contract
@@ -385,23 +429,14 @@ def audit(
     if not callable(mechanism):
         raise InvalidArgumentError(f"mechanism must be callable, got {type(mechanism).__name__}")
     n_samples = check_int("n_samples", n_samples, minimum=20)
-    delta = check_real("delta", delta)
-    if not 0.0 <= delta < 1.0:
-        raise InvalidArgumentError(f"delta must lie in [0, 1), got {delta}")
+    delta = check_delta(delta, allow_zero=True)
     confidence = check_probability("confidence", confidence)
     seed = check_int("seed", seed, minimum=0, maximum=2**64 - 1)
     claim = None if claimed_epsilon is None else check_positive("claimed_epsilon", claimed_epsilon)
     if batch_size is not None:
         batch_size = check_int("batch_size", batch_size, minimum=1)
     max_cached_bytes = check_int("max_cached_bytes", max_cached_bytes, minimum=0)
-    if callable(statistic):
-        stat_fn = statistic
-        stat_name = getattr(statistic, "__name__", "custom statistic")
-    elif isinstance(statistic, str) and statistic in STATISTICS:
-        stat_fn = None
-        stat_name = statistic
-    else:
-        raise UnknownNameError("statistic", statistic, list(STATISTICS) + ["<callable>"])
+    stat_fn, stat_name = _statistic(statistic)
 
     if device is not None:
         dev = resolve_device(device)
@@ -421,29 +456,22 @@ def audit(
         if stat_name == "auto":
             stat_name = "identity" if dim == 1 else "mean_difference"
         if stat_name == "identity" and dim != 1:
-            raise InvalidArgumentError(
-                f"statistic='identity' needs scalar outputs, got output shape {sampler.out_shape}; "
-                "use 'mean_difference', 'whitened' or a callable"
-            )
+            raise InvalidArgumentError(f"statistic='identity' needs scalar outputs, got output shape "
+                                       f"{sampler.out_shape}; use 'mean_difference', 'whitened' or a callable")
         if stat_name == "whitened" and dim > _MAX_WHITEN_DIM:
-            raise InvalidArgumentError(
-                f"statistic='whitened' allows outputs of at most {_MAX_WHITEN_DIM} elements, got {dim}; "
-                "use 'mean_difference' or a callable"
-            )
+            raise InvalidArgumentError(f"statistic='whitened' allows outputs of at most {_MAX_WHITEN_DIM} elements, "
+                                       f"got {dim}; use 'mean_difference' or a callable")
 
     n_fit = n_samples // 2
     n_held = n_samples - n_fit
     alpha = (1.0 - confidence) / 2.0
-    needs_direction = stat_fn is None and stat_name in ("mean_difference", "whitened")
 
     def scores_of(x: torch.Tensor, w: torch.Tensor | None) -> np.ndarray:
         if stat_fn is not None:
             s = stat_fn(x.reshape(x.shape[0], *sampler.out_shape))
             if not isinstance(s, torch.Tensor) or s.shape != (x.shape[0],):
-                raise ShapeError(
-                    f"statistic must map m outputs to a tensor of shape (m,), got "
-                    f"{type(s).__name__} {tuple(getattr(s, 'shape', ()))}"
-                )
+                raise ShapeError(f"statistic must map m outputs to a tensor of shape (m,), got "
+                                 f"{type(s).__name__} {tuple(getattr(s, 'shape', ()))}")
             s = s.detach().to(torch.float64)
             if not bool(torch.isfinite(s).all()):
                 raise InvalidArgumentError("statistic returned NaN or inf values")
@@ -453,42 +481,13 @@ def audit(
             s = x @ w
         return s.cpu().numpy()
 
-    # ---- fitting half
-    w: torch.Tensor | None = None
-    fit_scores: list[np.ndarray] = []
-    if needs_direction:
+    # ---- fitting half: the direction (for the mean-difference statistics), then the threshold and side of the test
+    if stat_fn is None and stat_name in ("mean_difference", "whitened"):
         cache_ok = 2 * n_fit * dim * 8 <= max_cached_bytes
-        whiten = stat_name == "whitened"
-        states, cached, stats = [], [], []
-        for data in (d0, d1):
-            states.append(generator.get_state())
-            chunks = []
-            n_seen, shift, s_sum, q_sum = 0, None, None, None
-            for x in sampler.stream(data, n_fit):
-                if shift is None:
-                    shift = x.mean(dim=0)
-                    s_sum = torch.zeros_like(shift)
-                    q_sum = torch.zeros(dim, dim, dtype=x.dtype, device=x.device) if whiten else None
-                xc = x - shift
-                s_sum += xc.sum(dim=0)
-                if whiten:
-                    q_sum += xc.T @ xc
-                n_seen += x.shape[0]
-                if cache_ok:
-                    chunks.append(x)
-            stats.append((n_seen, s_sum, q_sum, shift))
-            cached.append(chunks)
-        after = generator.get_state()
-        w = _fit_direction(stats[0], stats[1], whiten)
-        for data, state, chunks in zip((d0, d1), states, cached):
-            if not cache_ok:
-                generator.set_state(state)
-                chunks = sampler.stream(data, n_fit)
-            fit_scores.append(np.concatenate([scores_of(x, w) for x in chunks]))
-        generator.set_state(after)
+        w, fit_scores = _fit_direction_scores(sampler, (d0, d1), n_fit, stat_name == "whitened", cache_ok, scores_of)
     else:
-        for data in (d0, d1):
-            fit_scores.append(np.concatenate([scores_of(x, None) for x in sampler.stream(data, n_fit)]))
+        w = None
+        fit_scores = [np.concatenate([scores_of(x, None) for x in sampler.stream(data, n_fit)]) for data in (d0, d1)]
 
     threshold, side, eps_fit = _choose_test(fit_scores[0], fit_scores[1], delta, alpha)
 
@@ -505,20 +504,7 @@ def audit(
     fn = count(d1, False)
     fpr_u = float(clopper_pearson_upper(fp, n_held, alpha))
     fnr_u = float(clopper_pearson_upper(fn, n_held, alpha))
-    eps_lower = float(epsilon_lower_bound(fpr_u, fnr_u, delta))
-    return AuditResult(
-        epsilon_lower=eps_lower,
-        threshold=float(threshold),
-        side=side,
-        fpr=fp / n_held,
-        fnr=fn / n_held,
-        fpr_upper=fpr_u,
-        fnr_upper=fnr_u,
-        n_samples=n_samples,
-        n_heldout=n_held,
-        confidence=confidence,
-        delta=delta,
-        claimed_epsilon=claim,
-        statistic=stat_name,
-        epsilon_fit=eps_fit,
-    )
+    return AuditResult(epsilon_lower=float(epsilon_lower_bound(fpr_u, fnr_u, delta)), threshold=float(threshold),
+                       side=side, fpr=fp / n_held, fnr=fn / n_held, fpr_upper=fpr_u, fnr_upper=fnr_u,
+                       n_samples=n_samples, n_heldout=n_held, confidence=confidence, delta=delta,
+                       claimed_epsilon=claim, statistic=stat_name, epsilon_fit=eps_fit)

@@ -39,22 +39,17 @@ tiny delta).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Literal
 
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
-from .._validate import check_choice, check_delta, check_epsilon, check_positive, check_real
+from .._validate import check_choice, check_delta, check_epsilon, check_nonnegative, check_positive
 from ..errors import ConvergenceError, InvalidArgumentError
 
-__all__ = [
-    "GAUSSIAN_METHODS",
-    "gaussian_sigma",
-    "scoreshield_constant",
-    "analytic_gaussian_delta",
-    "analytic_gaussian_epsilon",
-    "laplace_scale",
-]
+__all__ = ["GAUSSIAN_METHODS", "gaussian_sigma", "scoreshield_constant", "analytic_gaussian_delta",
+           "analytic_gaussian_epsilon", "laplace_scale"]
 
 GaussianMethod = Literal["analytic", "classic", "scoreshield"]
 
@@ -105,17 +100,11 @@ def analytic_gaussian_delta(epsilon: float, sigma: float, *, sensitivity: float 
         InvalidArgumentError: for a negative or non-finite ``epsilon``, or a
             non-positive ``sigma`` / ``sensitivity``.
     """
-    eps = check_real("epsilon", epsilon)
-    if eps < 0:
-        raise InvalidArgumentError(f"epsilon must be >= 0 (allowed range: [0, inf)), got {eps}")
+    eps = check_nonnegative("epsilon", epsilon)
     s = check_positive("sigma", sigma)
     d = check_positive("sensitivity", sensitivity)
     value = math.exp(_log_delta_ag(eps, d / s))
     return min(1.0, max(0.0, value))
-
-
-def _check_method(method: str) -> str:
-    return check_choice("method", method, GAUSSIAN_METHODS)
 
 
 def scoreshield_constant(epsilon: float, delta: float) -> float:
@@ -136,6 +125,19 @@ def scoreshield_constant(epsilon: float, delta: float) -> float:
     return 2.0 * math.log(2.0 / dlt) / eps**2
 
 
+def _widen(x: float, sign: float, done: Callable[[float], bool], side: str, diagnostics: dict) -> float:
+    """Step ``x`` by ``sign`` times 1, 2, 4, ... until ``done(x)``: one end of the log-sigma bracket."""
+    step = 1.0
+    for _ in range(200):
+        if done(x):
+            return x
+        x += sign * step
+        step *= 2.0
+    # never reached: the profile tends to 1 as sigma -> 0 and to 0 as sigma -> inf
+    raise ConvergenceError(f"could not bracket the analytic Gaussian sigma from {side}",  # pragma: no cover
+                           diagnostics=diagnostics)
+
+
 def _analytic_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
     """Smallest sigma with ``delta_AG(epsilon, sigma) <= delta`` (root search on log sigma)."""
     log_target = math.log(delta)
@@ -144,26 +146,10 @@ def _analytic_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
         return _log_delta_ag(epsilon, sensitivity / math.exp(log_sigma)) - log_target
 
     # f is decreasing in sigma.  Start from the classic-style guess and widen.
-    guess = sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
-    lo = hi = math.log(guess)
-    step = 1.0
-    for _ in range(200):
-        if f(lo) > 0:
-            break
-        lo -= step
-        step *= 2.0
-    else:  # pragma: no cover - the profile tends to 1 as sigma -> 0
-        raise ConvergenceError("could not bracket the analytic Gaussian sigma from below",
-                               diagnostics={"epsilon": epsilon, "delta": delta})
-    step = 1.0
-    for _ in range(200):
-        if f(hi) <= 0:
-            break
-        hi += step
-        step *= 2.0
-    else:  # pragma: no cover - the profile tends to 0 as sigma -> inf
-        raise ConvergenceError("could not bracket the analytic Gaussian sigma from above",
-                               diagnostics={"epsilon": epsilon, "delta": delta})
+    guess = math.log(sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon)
+    diagnostics = {"epsilon": epsilon, "delta": delta}
+    lo = _widen(guess, -1.0, lambda x: f(x) > 0, "below", diagnostics)
+    hi = _widen(guess, 1.0, lambda x: f(x) <= 0, "above", diagnostics)
     # An absolute tolerance on log(sigma) is a relative tolerance on sigma.
     log_sigma = brentq(f, lo, hi, xtol=1e-13, rtol=_RTOL, maxiter=500)
     sigma = math.exp(log_sigma)
@@ -175,13 +161,8 @@ def _analytic_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
     return sigma
 
 
-def gaussian_sigma(
-    epsilon: float,
-    delta: float,
-    *,
-    sensitivity: float = 1.0,
-    method: GaussianMethod = "analytic",
-) -> float:
+def gaussian_sigma(epsilon: float, delta: float, *, sensitivity: float = 1.0,
+                   method: GaussianMethod = "analytic") -> float:
     """Noise standard deviation for the Gaussian mechanism.
 
     Args:
@@ -209,7 +190,7 @@ def gaussian_sigma(
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta)
     sens = check_positive("sensitivity", sensitivity)
-    _check_method(method)
+    check_choice("method", method, GAUSSIAN_METHODS)
     if method == "classic":
         if eps >= 1.0:
             raise InvalidArgumentError(

@@ -54,17 +54,10 @@ import attr
 from dp_accounting import NeighboringRelation
 from dp_accounting import dp_event as _dpe
 
-from .._validate import check_choice, check_real
+from .._validate import check_choice, check_delta, check_positive, check_probability, check_real
 from ..errors import InvalidArgumentError
 
-__all__ = [
-    "ACCOUNTANT_KINDS",
-    "NORMS",
-    "RELATIONS",
-    "Neighbouring",
-    "PrivacyGuarantee",
-    "describe_event",
-]
+__all__ = ["ACCOUNTANT_KINDS", "NORMS", "RELATIONS", "Neighbouring", "PrivacyGuarantee", "describe_event"]
 
 _REL_TOL = 1e-9
 
@@ -81,8 +74,7 @@ RELATIONS: tuple[str, ...] = ("replace-one", "add-remove-one", "bounded-change",
 NORMS: tuple[str, ...] = ("l1", "l2", "frobenius")
 
 #: How ``epsilon``/``delta`` were obtained from the event.
-ACCOUNTANT_KINDS: tuple[str, ...] = ("analytic-gaussian", "opacus-rdp", "opacus-prv", "dp-accounting-pld",
-                                     "laplace")
+ACCOUNTANT_KINDS: tuple[str, ...] = ("analytic-gaussian", "opacus-rdp", "opacus-prv", "dp-accounting-pld", "laplace")
 
 _NORM_TEXT = {"l1": "ℓ1", "l2": "ℓ2", "frobenius": "Frobenius"}
 _ACCOUNTANT_TEXT = {
@@ -228,18 +220,14 @@ def _check_event(name: str, event: Any) -> None:
     """Reject what is not a dp_accounting DpEvent instance privkit can describe; check the parameters."""
     if not isinstance(event, _KNOWN_EVENTS):
         got = event.__name__ if isinstance(event, type) else type(event).__name__
-        raise InvalidArgumentError(
-            f"{name} must be a dp_accounting DpEvent instance, one of "
-            f"{', '.join(c.__name__ for c in _KNOWN_EVENTS)}; got {got}"
-        )
+        raise InvalidArgumentError(f"{name} must be a dp_accounting DpEvent instance, one of "
+                                   f"{', '.join(c.__name__ for c in _KNOWN_EVENTS)}; got {got}")
     if isinstance(event, (_dpe.GaussianDpEvent, _dpe.LaplaceDpEvent)):
         v = check_real(f"{name}.noise_multiplier", event.noise_multiplier)
         if v < 0:
             raise InvalidArgumentError(f"{name}.noise_multiplier must be >= 0, got {v}")
     elif isinstance(event, _dpe.PoissonSampledDpEvent):
-        q = check_real(f"{name}.sampling_probability", event.sampling_probability)
-        if not 0.0 <= q <= 1.0:
-            raise InvalidArgumentError(f"{name}.sampling_probability must lie in [0, 1], got {q}")
+        check_probability(f"{name}.sampling_probability", event.sampling_probability, open_low=False, open_high=False)
         _check_event(f"{name}.event", event.event)
     elif isinstance(event, _dpe.SelfComposedDpEvent):
         if isinstance(event.count, bool) or not isinstance(event.count, int) or event.count < 0:
@@ -293,10 +281,8 @@ def describe_event(event: Any, neighbours: Neighbouring | None = None) -> str:
 
 def _event_dict(event: Any) -> Any:
     if attr.has(type(event)):
-        out: dict[str, Any] = {"type": type(event).__name__}
-        for f in attr.fields(type(event)):
-            out[f.name] = _event_dict(getattr(event, f.name))
-        return out
+        fields = attr.fields(type(event))
+        return {"type": type(event).__name__, **{f.name: _event_dict(getattr(event, f.name)) for f in fields}}
     if isinstance(event, (list, tuple)):
         return [_event_dict(e) for e in event]
     return event
@@ -343,33 +329,23 @@ class PrivacyGuarantee:
             raise InvalidArgumentError(f"epsilon must be a real number > 0 or math.inf, got {eps!r}")
         eps = float(eps)
         if math.isnan(eps) or eps <= 0 or eps == -math.inf:
-            raise InvalidArgumentError(
-                f"epsilon must be > 0 (allowed range: (0, inf], inf meaning no guarantee), got {eps}"
-            )
-        dlt = check_real("delta", self.delta)
-        if not 0.0 <= dlt <= 1.0:
-            raise InvalidArgumentError(f"delta must lie in [0, 1], got {dlt}")
+            raise InvalidArgumentError(f"epsilon must be > 0 (allowed range: (0, inf], inf meaning no guarantee), "
+                                       f"got {eps}")
+        dlt = check_probability("delta", self.delta, open_low=False, open_high=False)
         object.__setattr__(self, "epsilon", eps)
         object.__setattr__(self, "delta", dlt)
         if not isinstance(self.neighbours, Neighbouring):
-            raise InvalidArgumentError(
-                f"neighbours must be a privkit.privacy.Neighbouring, got {type(self.neighbours).__name__}"
-            )
+            raise InvalidArgumentError(f"neighbours must be a privkit.privacy.Neighbouring, "
+                                       f"got {type(self.neighbours).__name__}")
         _check_text("protects", self.protects)
         _check_event("event", self.event)
         if _contains(self.event, _dpe.NonPrivateDpEvent) and math.isfinite(eps):
-            raise InvalidArgumentError(
-                f"event contains a NonPrivateDpEvent, so epsilon must be inf (no guarantee), got {eps}"
-            )
+            raise InvalidArgumentError(f"event contains a NonPrivateDpEvent, so epsilon must be inf (no guarantee), "
+                                       f"got {eps}")
         if self.requested_epsilon is not None:
-            req = check_real("requested_epsilon", self.requested_epsilon)
-            if req <= 0:
-                raise InvalidArgumentError(f"requested_epsilon must be > 0 (allowed range: (0, inf)), got {req}")
-            object.__setattr__(self, "requested_epsilon", req)
+            object.__setattr__(self, "requested_epsilon", check_positive("requested_epsilon", self.requested_epsilon))
         if self.requested_delta is not None:
-            req_d = check_real("requested_delta", self.requested_delta)
-            if not 0.0 <= req_d < 1.0:
-                raise InvalidArgumentError(f"requested_delta must lie in [0, 1), got {req_d}")
+            req_d = check_delta(self.requested_delta, "requested_delta", allow_zero=True)
             object.__setattr__(self, "requested_delta", req_d)
         object.__setattr__(self, "notes", _check_strings("notes", self.notes))
         object.__setattr__(self, "processing", _check_strings("processing", self.processing))
@@ -420,31 +396,29 @@ class PrivacyGuarantee:
             text += f" between any two inputs (metric DP: ε={_fmt_epsilon(per_unit)} per unit of distance)"
         return text
 
+    def _requested(self) -> str:
+        """The requested values, e.g. ``"ε=1.00, δ=1e-05"`` (empty without a request)."""
+        req = []
+        if self.requested_epsilon is not None:
+            req.append(f"ε={_fmt_epsilon(self.requested_epsilon)}")
+        if self.requested_delta is not None:
+            req.append(f"δ={_fmt_delta(self.requested_delta)}")
+        return ", ".join(req)
+
     def warnings(self) -> list[str]:
         """Human-readable warnings (unmet request, no meaningful guarantee)."""
         out: list[str] = []
         if not self.meets_request:
-            req = []
-            if self.requested_epsilon is not None:
-                req.append(f"ε={_fmt_epsilon(self.requested_epsilon)}")
-            if self.requested_delta is not None:
-                req.append(f"δ={_fmt_delta(self.requested_delta)}")
-            out.append(
-                f"WARNING: the requested ({', '.join(req)}) is NOT met; the guarantee that actually "
-                f"holds is {self.statement()}"
-            )
+            out.append(f"WARNING: the requested ({self._requested()}) is NOT met; the guarantee that actually "
+                       f"holds is {self.statement()}")
         if not self.is_meaningful:
             out.append("WARNING: this release has NO meaningful privacy guarantee (ε = ∞ or δ = 1)")
         return out
 
     def __str__(self) -> str:
-        text = (
-            f"{self.statement()} [{self.mechanism}] neighbouring: {self.neighbouring}; "
-            f"protects: {self.protects}"
-        )
-        if self.requested_epsilon is not None or self.requested_delta is not None:
-            if self.meets_request:
-                text += " (meets the request)"
+        text = f"{self.statement()} [{self.mechanism}] neighbouring: {self.neighbouring}; protects: {self.protects}"
+        if self._requested() and self.meets_request:
+            text += " (meets the request)"
         parts = [text, *self.warnings(), *(f"note: {n}" for n in self.notes)]
         return " | ".join(parts)
 
@@ -454,36 +428,19 @@ class PrivacyGuarantee:
         Holds the structure (``neighbours`` as a dict, ``event`` as nested dicts with a ``"type"`` key) and the
         rendered ``neighbouring`` and ``mechanism``.
         """
-        return {
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "neighbouring": self.neighbouring,
-            "neighbours": asdict(self.neighbours),
-            "protects": self.protects,
-            "mechanism": self.mechanism,
-            "event": _event_dict(self.event),
-            "processing": list(self.processing),
-            "accountant": self.accountant,
-            "requested_epsilon": self.requested_epsilon,
-            "requested_delta": self.requested_delta,
-            "notes": list(self.notes),
-            "meets_request": self.meets_request,
-        }
+        return {"epsilon": self.epsilon, "delta": self.delta, "neighbouring": self.neighbouring,
+                "neighbours": asdict(self.neighbours), "protects": self.protects, "mechanism": self.mechanism,
+                "event": _event_dict(self.event), "processing": list(self.processing), "accountant": self.accountant,
+                "requested_epsilon": self.requested_epsilon, "requested_delta": self.requested_delta,
+                "notes": list(self.notes), "meets_request": self.meets_request}
 
     def _repr_markdown_(self) -> str:
         lines = [f"**{self.statement()}** — {self.mechanism}", "",
                  f"- neighbouring: {self.neighbouring}", f"- protects: {self.protects}"]
-        if self.requested_epsilon is not None or self.requested_delta is not None:
-            req = []
-            if self.requested_epsilon is not None:
-                req.append(f"ε={_fmt_epsilon(self.requested_epsilon)}")
-            if self.requested_delta is not None:
-                req.append(f"δ={_fmt_delta(self.requested_delta)}")
-            lines.append(f"- requested: ({', '.join(req)}) — {'met' if self.meets_request else '**NOT met**'}")
-        for w in self.warnings():
-            lines.append(f"- ⚠️ **{w}**")
-        for n in self.notes:
-            lines.append(f"- note: {n}")
+        if self._requested():
+            lines.append(f"- requested: ({self._requested()}) — {'met' if self.meets_request else '**NOT met**'}")
+        lines += [f"- ⚠️ **{w}**" for w in self.warnings()]
+        lines += [f"- note: {n}" for n in self.notes]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:

@@ -36,24 +36,14 @@ from .._validate import check_epsilon, check_int, check_positive, check_probabil
 from ..device import resolve_device
 from ..errors import InvalidArgumentError
 
-__all__ = [
-    "make_generator",
-    "sample_gaussian",
-    "sample_laplace",
-    "sample_gamma",
-    "sample_metric_laplace",
-    "poisson_subset",
-]
+__all__ = ["make_generator", "sample_gaussian", "sample_laplace", "sample_gamma", "sample_metric_laplace",
+           "poisson_subset"]
 
 ShapeLike = int | Sequence[int] | torch.Size
 
 
-def make_generator(
-    seed: int | None = None,
-    *,
-    secure: bool = False,
-    device: str | torch.device | None = None,
-) -> torch.Generator:
+def make_generator(seed: int | None = None, *, secure: bool = False,
+                   device: str | torch.device | None = None) -> torch.Generator:
     """A ``torch.Generator`` for the samplers of this module.
 
     Args:
@@ -113,11 +103,7 @@ def poisson_subset(n: int, q: float, *, generator: torch.Generator | None = None
     return (torch.rand(n, generator=generator, dtype=torch.float64) < q).nonzero().squeeze(1)
 
 
-def _resolve(
-    generator: torch.Generator | None,
-    device: str | torch.device | None,
-    dtype: torch.dtype,
-) -> torch.device:
+def _resolve(generator: torch.Generator | None, device: str | torch.device | None, dtype: torch.dtype) -> torch.device:
     """Output device; checks generator/device agreement and the dtype."""
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point or dtype.is_complex:
         raise InvalidArgumentError(f"dtype must be a real floating-point torch.dtype, got {dtype!r}")
@@ -146,23 +132,14 @@ def _shape(shape: ShapeLike) -> tuple[int, ...]:
     return tuple(check_int("shape", s, minimum=0) for s in dims)
 
 
-def _work_dtype(dtype: torch.dtype) -> torch.dtype:
-    # Noise is always drawn in float64 and rounded to ``dtype`` at the end: a
-    # float32 uniform has 24 bits, which would cut exponential/Laplace tails at
-    # about 16.6 scales (probability 6e-8, visible in audits); float64 moves
-    # the cut to about 36.7 scales.
-    del dtype
-    return torch.float64
+# Noise is always drawn in float64 and rounded to ``dtype`` at the end: a
+# float32 uniform has 24 bits, which would cut exponential/Laplace tails at
+# about 16.6 scales (probability 6e-8, visible in audits); float64 moves
+# the cut to about 36.7 scales.
 
 
-def sample_gaussian(
-    shape: ShapeLike,
-    *,
-    sigma: float,
-    generator: torch.Generator | None = None,
-    device: str | torch.device | None = None,
-    dtype: torch.dtype = torch.float32,
-) -> torch.Tensor:
+def sample_gaussian(shape: ShapeLike, *, sigma: float, generator: torch.Generator | None = None,
+                    device: str | torch.device | None = None, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """I.i.d. ``N(0, sigma^2)`` noise.
 
     Args:
@@ -178,24 +155,18 @@ def sample_gaussian(
     s = check_positive("sigma", sigma)
     dev = _resolve(generator, device, dtype)
     size = _shape(shape)
-    z = torch.randn(size, generator=generator, device=dev, dtype=_work_dtype(dtype))
+    z = torch.randn(size, generator=generator, device=dev, dtype=torch.float64)
     return z.mul_(s).to(dtype)
 
 
-def _exponential(size: tuple[int, ...], generator, device, dtype) -> torch.Tensor:
-    """Standard exponentials ``-log(U)``, ``U`` uniform on (0, 1]."""
-    u = torch.rand(size, generator=generator, device=device, dtype=dtype)
+def _exponential(size: tuple[int, ...], generator, device) -> torch.Tensor:
+    """Standard float64 exponentials ``-log(U)``, ``U`` uniform on (0, 1]."""
+    u = torch.rand(size, generator=generator, device=device, dtype=torch.float64)
     return torch.log1p(-u).neg_()  # -log(1 - U) with 1 - U in (0, 1]: finite
 
 
-def sample_laplace(
-    shape: ShapeLike,
-    *,
-    scale: float,
-    generator: torch.Generator | None = None,
-    device: str | torch.device | None = None,
-    dtype: torch.dtype = torch.float32,
-) -> torch.Tensor:
+def sample_laplace(shape: ShapeLike, *, scale: float, generator: torch.Generator | None = None,
+                   device: str | torch.device | None = None, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """I.i.d. Laplace noise with density ``exp(-|x| / scale) / (2 scale)``.
 
     Drawn as the difference of two independent exponentials (no log of zero).
@@ -214,9 +185,8 @@ def sample_laplace(
     b = check_positive("scale", scale)
     dev = _resolve(generator, device, dtype)
     size = _shape(shape)
-    wd = _work_dtype(dtype)
-    e1 = _exponential(size, generator, dev, wd)
-    e2 = _exponential(size, generator, dev, wd)
+    e1 = _exponential(size, generator, dev)
+    e2 = _exponential(size, generator, dev)
     return (e1 - e2).mul_(b).to(dtype)
 
 
@@ -251,15 +221,9 @@ def _gamma_marsaglia_tsang(n: int, alpha: float, generator, device) -> torch.Ten
     raise RuntimeError("Marsaglia-Tsang gamma sampler did not terminate")  # pragma: no cover
 
 
-def sample_gamma(
-    shape: ShapeLike,
-    *,
-    concentration: float,
-    scale: float = 1.0,
-    generator: torch.Generator | None = None,
-    device: str | torch.device | None = None,
-    dtype: torch.dtype = torch.float32,
-) -> torch.Tensor:
+def sample_gamma(shape: ShapeLike, *, concentration: float, scale: float = 1.0,
+                 generator: torch.Generator | None = None, device: str | torch.device | None = None,
+                 dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """I.i.d. Gamma(``concentration``, ``scale``) draws (mean ``concentration * scale``).
 
     ``torch._standard_gamma`` takes no generator, so this sampler is built from
@@ -287,7 +251,7 @@ def sample_gamma(
     if n == 0:
         return torch.empty(size, device=dev, dtype=dtype)
     if k == int(k) and k <= _SUM_OF_EXPONENTIALS_MAX_SHAPE:
-        g = _exponential((n, int(k)), generator, dev, torch.float64).sum(dim=1)
+        g = _exponential((n, int(k)), generator, dev).sum(dim=1)
     elif k >= 1.0:
         g = _gamma_marsaglia_tsang(n, k, generator, dev)
     else:
@@ -297,15 +261,8 @@ def sample_gamma(
     return (g * theta).reshape(size).to(dtype)
 
 
-def sample_metric_laplace(
-    n: int,
-    d: int,
-    *,
-    epsilon: float,
-    generator: torch.Generator | None = None,
-    device: str | torch.device | None = None,
-    dtype: torch.dtype = torch.float32,
-) -> torch.Tensor:
+def sample_metric_laplace(n: int, d: int, *, epsilon: float, generator: torch.Generator | None = None,
+                          device: str | torch.device | None = None, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """Multivariate (Euclidean) Laplace noise for metric DP, one independent draw per row.
 
     Row ``i`` has density proportional to ``exp(-epsilon ||z_i||_2)`` on ``R^d``:
@@ -335,11 +292,10 @@ def sample_metric_laplace(
     radius = sample_gamma((n,), concentration=float(d), scale=1.0 / eps, generator=generator,
                           device=dev, dtype=torch.float64)
     direction = torch.randn((n, d), generator=generator, device=dev, dtype=torch.float64)
-    norms = torch.linalg.vector_norm(direction, dim=1)
-    zero = norms == 0
-    while bool(zero.any()):  # probability ~0, but a zero vector has no direction
-        k = int(zero.sum())
-        direction[zero] = torch.randn((k, d), generator=generator, device=dev, dtype=torch.float64)
+    while True:
         norms = torch.linalg.vector_norm(direction, dim=1)
         zero = norms == 0
+        if not bool(zero.any()):  # a zero vector (probability ~0) has no direction: redraw it
+            break
+        direction[zero] = torch.randn((int(zero.sum()), d), generator=generator, device=dev, dtype=torch.float64)
     return (direction * (radius / norms).unsqueeze(1)).to(dtype)
