@@ -816,12 +816,21 @@ class PrivateTrainer:
         return {"step": (time.perf_counter() - t0) / steps, "refresh": refresh}
 
     # -- the loop ----------------------------------------------------------------------------------------------
-    def run(self, *, progress: bool = False) -> TrainResult:
+    def run(self, *, progress: bool = False, checkpoint: str | Path | None = None) -> TrainResult:
         """Train for the planned steps and return the result with the guarantee of the steps actually run.
 
+        Args:
+            progress: show a progress bar.
+            checkpoint: a folder: the trainer's whole state is written there at every epoch boundary, and a run that
+                finds a checkpoint there resumes from it (:mod:`privkit.dppose.checkpoint`): its final weights, its
+                noise and its accounted steps equal those of the uninterrupted run.
+
         Raises:
-            InvalidArgumentError: the trainer is spent (:meth:`probe_seconds` took unaccounted steps on its model).
+            InvalidArgumentError: the trainer is spent (:meth:`probe_seconds` took unaccounted steps on its model), or
+                ``checkpoint`` holds a checkpoint of another run.
         """
+        from .checkpoint import load_checkpoint, save_checkpoint
+
         if self._spent:
             raise InvalidArgumentError("this trainer ran probe_seconds, so its model took steps no accountant "
                                        "recorded; make a new trainer with make_private(...) to train")
@@ -829,13 +838,16 @@ class PrivateTrainer:
         self.acc_steps = 0
         history: list[dict[str, Any]] = []
         window = _new_window()
+        step = start = 0
+        resumed = None if checkpoint is None else load_checkpoint(checkpoint, self)
+        if resumed is not None:
+            start, step, history, window = resumed["epoch"], resumed["step"], resumed["history"], resumed["window"]
         bar = None
         if progress:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=self.total, desc=f"train[{self.method}]")
-        step = 0
-        for epoch in range(self.schedule.epochs):
+            bar = tqdm(total=self.total, initial=step, desc=f"train[{self.method}]")
+        for epoch in range(start, self.schedule.epochs):
             perm = torch.randperm(self.n, generator=self.g_sample) if self.method == "nonprivate" else None
             for j in range(self.steps_per_epoch):
                 self._optimiser_step(perm, j, step, window)
@@ -846,6 +858,8 @@ class PrivateTrainer:
                 if step % self.log_every == 0 or step == self.total:
                     history.append(self._log_entry(step, epoch, window))
                     window = _new_window()
+            if checkpoint is not None and epoch + 1 < self.schedule.epochs:
+                save_checkpoint(checkpoint, self, epoch=epoch + 1, step=step, history=history, window=window)
         if bar is not None:
             bar.close()
         self.opt.zero_grad(set_to_none=True)
@@ -918,11 +932,13 @@ def make_private(model: nn.Module | None, private_set: PoseSet, *, method: Metho
                           device=device, warm_start=warm_start)
 
 
-def train(model: nn.Module | None, private_set: PoseSet, *, progress: bool = False, **settings: Any) -> TrainResult:
-    """Train a pose network, privately or not: ``make_private(model, private_set, **settings).run(progress=progress)``.
+def train(model: nn.Module | None, private_set: PoseSet, *, progress: bool = False,
+          checkpoint: str | Path | None = None, **settings: Any) -> TrainResult:
+    """Train a pose network, privately or not: ``make_private(model, private_set, **settings).run(...)``.
 
     ``settings`` are :func:`make_private`'s keyword arguments (``method``, ``dp``, ``public``, ``schedule``, ``seed``,
-    ``device``, ``warm_start``); ``progress`` shows a progress bar.
+    ``device``, ``warm_start``); ``progress`` shows a progress bar; ``checkpoint`` is a folder for epoch-boundary
+    checkpoints, resumed from when it holds one (:meth:`PrivateTrainer.run`).
 
     Raises:
         UnknownNameError: a setting :func:`make_private` does not take.
@@ -930,7 +946,7 @@ def train(model: nn.Module | None, private_set: PoseSet, *, progress: bool = Fal
     for name in settings:
         if name not in _MAKE_PRIVATE_SETTINGS:
             raise UnknownNameError("setting", name, _MAKE_PRIVATE_SETTINGS)
-    return make_private(model, private_set, **settings).run(progress=progress)
+    return make_private(model, private_set, **settings).run(progress=progress, checkpoint=checkpoint)
 
 
 #: The keyword arguments of :func:`make_private` (what :func:`train` forwards).
