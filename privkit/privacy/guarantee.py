@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -288,6 +289,18 @@ def _event_dict(event: Any) -> Any:
     return event
 
 
+def _event_from_dict(value: Any) -> Any:
+    """The inverse of :func:`_event_dict`: dp_accounting events from nested dicts with a ``"type"`` key."""
+    if isinstance(value, Mapping) and "type" in value:
+        kind = getattr(_dpe, value["type"], None)
+        if kind is None or not attr.has(kind):
+            raise InvalidArgumentError(f"unknown dp_accounting event type {value['type']!r}")
+        return kind(**{k: _event_from_dict(v) for k, v in value.items() if k != "type"})
+    if isinstance(value, list):
+        return [_event_from_dict(v) for v in value]
+    return value
+
+
 # ---------------------------------------------------------------------------------------- guarantee
 @dataclass(frozen=True)
 class PrivacyGuarantee:
@@ -433,6 +446,22 @@ class PrivacyGuarantee:
                 "event": _event_dict(self.event), "processing": list(self.processing), "accountant": self.accountant,
                 "requested_epsilon": self.requested_epsilon, "requested_delta": self.requested_delta,
                 "notes": list(self.notes), "meets_request": self.meets_request}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "PrivacyGuarantee":
+        """The guarantee :meth:`to_dict` described (e.g. read back from a result store's JSON); equal to the original.
+
+        Raises:
+            InvalidArgumentError: ``d`` is not such a dict, or names an event type dp_accounting does not have.
+        """
+        if not isinstance(d, Mapping) or not {"epsilon", "delta", "neighbours", "protects", "event"} <= set(d):
+            raise InvalidArgumentError("d must be a dict written by PrivacyGuarantee.to_dict (epsilon, delta, "
+                                       "neighbours, protects, event, ...)")
+        return cls(epsilon=d["epsilon"], delta=d["delta"], neighbours=Neighbouring(**d["neighbours"]),
+                   protects=d["protects"], event=_event_from_dict(d["event"]),
+                   requested_epsilon=d.get("requested_epsilon"), requested_delta=d.get("requested_delta"),
+                   notes=tuple(d.get("notes", ())), processing=tuple(d.get("processing", ())),
+                   accountant=d.get("accountant"))
 
     def _repr_markdown_(self) -> str:
         lines = [f"**{self.statement()}** — {self.mechanism}", "",
