@@ -26,6 +26,10 @@ KERNEL_TESTS = {"test_synthesisnet.py": ("noise", "clipping", "privatize", "guar
                 "test_dppose_features.py": ("clipped_sum", "hooks")}
 
 
+#: tests/slurm needs a running Slurm cluster: `make slurm-check` (part of `make test`) starts one and runs them.
+collect_ignore = [] if os.environ.get("PRIVKIT_SLURM_TESTS") else ["slurm"]
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         module = Path(str(item.fspath)).name
