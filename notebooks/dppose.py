@@ -68,6 +68,9 @@ seed = 0
 data_root = None
 device = "auto"
 out_dir = "figures/dppose"
+executor = "local"
+executor_options = None
+store_dir = None
 
 # %%
 import os
@@ -87,7 +90,7 @@ from privkit.dppose import GaussianBlur, Schedule, build_pose_model, count_param
 from privkit.dppose.features import cache_features, cache_input_grams
 from privkit.dppose.metrics import EXCLUDED_FROM_MEAN
 from privkit.errors import InvalidArgumentError
-from privkit.studies.dppose import experiments as X, plots as P, tables as T
+from privkit.studies.dppose import experiments as X, jobs as J, plots as P, tables as T
 from privkit.studies.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
 
 cfg = privkit.config.load("dppose", scale)
@@ -287,14 +290,18 @@ def report(o: X.RunOutcome) -> None:
         print("   ", o.guarantee)
 
 
+from privkit.jobs import make_executor, store_for
+store = store_for(out_dir, store_dir)  # each training run is a job, run by `executor` unless already in the store
+jobs = make_executor(executor, device=device, **(executor_options or {}))
 with timer("train"):
-    settings = X.DesignSettings(delta=cfg.delta, epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr,
-                                n_public_grads=cfg.n_public_grads, refresh=cfg.refresh, accountant=cfg.accountant,
-                                nonprivate_epochs=cfg.nonprivate_epochs)
-    outcomes = X.run_design(
+    settings = J.design_settings(cfg)
+    outcomes = J.train_runs(
         runs, X.DesignData(private, test, make_model, warm_state=warm_state, public_set=public, blurred_set=blurred),
-        settings, n_show=cfg.n_show, device=dev, progress=scale not in SMALL_SCALES, on_result=report,
-        keep_model=lambda r: r.init == "warm" and r.seed == seed and r.epsilon == eps_max and r.clip == c_main)
+        settings, data_spec=J.design_data_spec(cfg, part="main", scale=scale, seed=seed, data_root=data_root),
+        model=J.ModelSpec(cfg.backbone, cfg.image_size, cfg.width), store=store, executor=jobs, n_show=cfg.n_show,
+        device=device, progress=scale not in SMALL_SCALES, on_result=report,
+        keep_model=J.keeps_model(cfg, seed))  # the warm runs at the largest epsilon and main C: diagnostics below
+    print(f"{len(runs)} runs from the result store {store.root} ({jobs.name} executor)")
     df = pd.DataFrame([o.row() for o in outcomes])
     save_table(df, out_dir, "table1_runs", caption="Every run: PCKh@0.5 on held-out data and the guarantee that holds")
     print(df.drop(columns=["purposes", "wall_s"]).to_string(index=False))
@@ -317,13 +324,13 @@ with timer("ablation"):
                                                                                    len(abl_sets["public"])),
                                         lr=cfg.pretrain_lr))
         warm_a = {k: v.detach().clone() for k, v in pre_a.model.state_dict().items()}
-        abl_specs = [X.RunSpec("nonprivate", "warm", None, None, None, seed, ("ablation",)),
-                     *[X.RunSpec("dpsgd", "warm", e, c_main, None, seed, ("ablation",))
-                       for e in sorted({eps_min, eps_max})]]
-        abl_out = X.run_design(
+        abl_specs = J.ablation_runs(cfg, seed)  # the non-private reference and DP-SGD at the smallest and largest eps
+        abl_out = J.train_runs(
             abl_specs, X.DesignData(abl_sets["private"], abl_sets["test"], make_abl, warm_state=warm_a,
                                     public_set=abl_sets["public"]),
-            settings, n_show=cfg.n_show, device=dev, on_result=report)
+            settings, data_spec=J.design_data_spec(cfg, part="ablation", scale=scale, seed=seed, data_root=data_root),
+            model=J.ModelSpec(cfg.ablation_backbone, cfg.image_size, cfg.width), store=store, executor=jobs,
+            n_show=cfg.n_show, device=device, on_result=report)
         abl = pd.DataFrame(T.ablation_rows(df, abl_out, seed=seed, warm_imagenet=warm_test,
                                            warm_pose=evaluate_pckh(pre_a.model, abl_sets["test"]).mean)
                            # the test images themselves (the cached features replaced them in `test`)

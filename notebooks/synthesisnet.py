@@ -59,6 +59,9 @@ seed = 0
 data_root = None
 device = "auto"
 out_dir = "figures/synthesisnet"
+executor = "local"
+executor_options = None
+store_dir = None
 
 # %%
 import math
@@ -162,13 +165,14 @@ with timer("data"):
 # `benchmarks/bench_synthesisnet_linear_path.py` measures it against the convolution-only network.
 
 # %%
+from privkit.jobs import make_executor, store_for
+from privkit.studies.synthesisnet import jobs as J
+store = store_for(out_dir, store_dir)  # the trainings are jobs, run by `executor` unless already in the store
+jobs = make_executor(executor, device=device, **(executor_options or {}))
 with timer("training"):
     net_cfg = X.net_config(cfg)
-    net = SynthesisNet(net_cfg).fit(train, epochs_ae=cfg.epochs_ae, epochs_gan=cfg.epochs_gan,
-                                    batch_size=cfg.batch_size, seed=seed, device=dev, progress=progress)
-    net_noaux = SynthesisNet(net_cfg, auxiliary_classifier=False).fit(
-        train, epochs_ae=0, epochs_gan=cfg.epochs_gan, batch_size=cfg.batch_size, seed=seed, device=dev,
-        progress=progress, autoencoder_from=net)
+    net, net_noaux = J.train_nets(train, cfg=cfg, net_config=net_cfg, scale=scale, seed=seed, data_root=data_root,
+                                  store=store, executor=jobs, device=device, progress=progress)
     net_none = X.with_noise(net, "none")
     net_whole = X.with_noise(net, "whole")
     print(net)

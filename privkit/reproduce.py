@@ -6,6 +6,10 @@ notebook, injects the parameters and executes it.  Each notebook writes into a p
 only when it finishes are its files moved into ``<out>/<paper>/``, so a failing notebook never leaves a
 half-written figure behind and never clobbers the previous results.
 
+``--executor slurm`` (with ``--slurm-config FILE`` or ``--partition``, ``--gpus-per-job``, ...) runs the training
+jobs of the DP pose and SynthesisNet notebooks as a Slurm job array; ``python -m privkit plan`` prints each paper's
+jobs, which are already stored, and their estimated cost before anything is submitted.
+
 ``python -m privkit list`` prints the papers, their artefacts and the scales.
 ``python -m privkit prepare --scale smoke`` writes parameterised notebooks for nbval (used by ``make test``).
 """
@@ -33,7 +37,8 @@ from .errors import MissingResourceError, PrivkitError, UnknownNameError
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_NOTEBOOKS = REPO_ROOT / "notebooks"
 
-__all__ = ["RunResult", "run_paper", "reproduce", "prepare", "write_rehearsal_root", "main"]
+__all__ = ["RunResult", "run_paper", "reproduce", "prepare", "write_rehearsal_root", "main", "check_executor",
+           "JOB_PAPERS"]
 
 
 @dataclass
@@ -66,9 +71,24 @@ def _to_notebook(src: Path, dst: Path) -> Path:
     return dst
 
 
-def _parameters(scale: str, seed: int, data_root: str | None, device: str, out_dir: Path) -> dict:
-    return {"scale": scale, "seed": int(seed), "data_root": str(Path(data_root).resolve()) if data_root else None,
-            "device": device, "out_dir": str(out_dir)}
+#: The papers whose notebooks run their training as jobs (they take the ``executor`` parameters).
+JOB_PAPERS: tuple[str, ...] = ("dppose", "synthesisnet")
+
+
+def _parameters(scale: str, seed: int, data_root: str | None, device: str, out_dir: Path, paper: str = "",
+                executor: str = "local", executor_options: dict | None = None) -> dict:
+    params = {"scale": scale, "seed": int(seed), "data_root": str(Path(data_root).resolve()) if data_root else None,
+              "device": device, "out_dir": str(out_dir)}
+    if paper in JOB_PAPERS and (executor != "local" or executor_options):
+        params.update(executor=executor, executor_options=dict(executor_options or {}))
+    return params
+
+
+def check_executor(executor: str, executor_options: dict | None = None) -> None:
+    """Fail before anything runs: an unknown executor, no Slurm client, an unreadable config or a bad option."""
+    from .jobs import make_executor
+
+    make_executor(executor, **dict(executor_options or {}))
 
 
 def _validate_common(scale: str, device: str, data_root: str | os.PathLike | None = None) -> None:
@@ -112,8 +132,14 @@ def _scale_environment(scale: str, data_root: str | os.PathLike | None):
 
 def run_paper(paper: str, *, scale: str = "default", seed: int = 0, data_root: str | None = None, device: str = "auto",
               out: str | os.PathLike = "figures", executed_dir: str | os.PathLike | None = None,
-              notebooks_dir: str | os.PathLike = DEFAULT_NOTEBOOKS, timeout: int | None = None) -> RunResult:
-    """Execute one paper's notebook; move its outputs into ``out/<paper>/`` only if it succeeds."""
+              notebooks_dir: str | os.PathLike = DEFAULT_NOTEBOOKS, timeout: int | None = None,
+              executor: str = "local", executor_options: dict | None = None) -> RunResult:
+    """Execute one paper's notebook; move its outputs into ``out/<paper>/`` only if it succeeds.
+
+    ``executor`` (``"local"`` or ``"slurm"``) and ``executor_options`` (:class:`privkit.jobs.SlurmOptions` fields and
+    ``slurm_config``, a TOML file) say who runs the training jobs of the papers in :data:`JOB_PAPERS`; their results
+    go to the result store ``<out>/.store``, where a re-run finds them.
+    """
     import papermill as pm
 
     _validate_common(scale, device, data_root)
@@ -140,7 +166,8 @@ def run_paper(paper: str, *, scale: str = "default", seed: int = 0, data_root: s
             result.executed = str(nb_out)
             with _scale_environment(scale, data_root):
                 pm.execute_notebook(str(nb_in), str(nb_out),
-                                    parameters=_parameters(scale, seed, data_root, device, staging),
+                                    parameters=_parameters(scale, seed, data_root, device, staging, paper, executor,
+                                                           executor_options),
                                     kernel_name="python3", cwd=str(REPO_ROOT), progress_bar=False, log_output=False,
                                     execution_timeout=timeout, config=_local_kernel_config(Path(tmpd)))
         final = out_root / paper
@@ -168,9 +195,14 @@ def run_paper(paper: str, *, scale: str = "default", seed: int = 0, data_root: s
 
 def reproduce(papers: Sequence[str] | None = None, *, scale: str = "default", seed: int = 0,
               data_root: str | None = None, device: str = "auto", out: str | os.PathLike = "figures",
-              notebooks_dir: str | os.PathLike = DEFAULT_NOTEBOOKS, stream=sys.stdout) -> list[RunResult]:
-    """Run several papers; print one progress line each and a summary table. Never stops at a failure."""
+              notebooks_dir: str | os.PathLike = DEFAULT_NOTEBOOKS, stream=sys.stdout, executor: str = "local",
+              executor_options: dict | None = None) -> list[RunResult]:
+    """Run several papers; print one progress line each and a summary table. Never stops at a failure.
+
+    Before anything runs, the executor is checked (:func:`check_executor`) and, at the paper scales, every input
+    of every chosen paper (one error listing what is missing and where to put it)."""
     _validate_common(scale, device, data_root)
+    check_executor(executor, executor_options)
     available = _available(Path(notebooks_dir))
     if papers:
         for p in papers:
@@ -182,11 +214,18 @@ def reproduce(papers: Sequence[str] | None = None, *, scale: str = "default", se
         if not chosen:
             print("No paper notebook exists yet (notebooks/<paper>.py); nothing to run.", file=stream)
             return []
+    if scale in PAPER_DATA_SCALES:
+        import privkit
+        from privkit.studies.guards import check_paper_inputs
+
+        for p in chosen:
+            if p in PAPERS:
+                check_paper_inputs(p, privkit.config.load(p, scale), data_root)
     results = []
     for i, paper in enumerate(chosen, 1):
         print(f"[{i}/{len(chosen)}] {paper}: running at scale={scale} ...", file=stream, flush=True)
         r = run_paper(paper, scale=scale, seed=seed, data_root=data_root, device=device, out=out,
-                      notebooks_dir=notebooks_dir)
+                      notebooks_dir=notebooks_dir, executor=executor, executor_options=executor_options)
         line = f"[{i}/{len(chosen)}] {paper}: {r.status} in {r.seconds:.1f} s"
         if r.status == "ok":
             line += f", {len(r.files)} files in {Path(out) / paper}"
@@ -259,9 +298,17 @@ def _cmd_list(_: argparse.Namespace) -> int:
     return 0
 
 
+def _executor_options(ns: argparse.Namespace) -> dict:
+    opts = {name: getattr(ns, name) for name in _SLURM_FLAGS if getattr(ns, name) is not None}
+    if ns.slurm_config:
+        opts["slurm_config"] = str(Path(ns.slurm_config).resolve())
+    return opts
+
+
 def _cmd_reproduce(ns: argparse.Namespace) -> int:
     results = reproduce(ns.paper, scale=ns.scale, seed=ns.seed, data_root=ns.data_root, device=ns.device,
-                        out=ns.out, notebooks_dir=ns.notebooks_dir)
+                        out=ns.out, notebooks_dir=ns.notebooks_dir, executor=ns.executor,
+                        executor_options=_executor_options(ns))
     failed = [r for r in results if r.status != "ok"]
     if failed:
         print("\nFAILED:", file=sys.stderr)
@@ -281,6 +328,23 @@ def _cmd_prepare(ns: argparse.Namespace) -> int:
         print(p)
     if not paths:
         print("No paper notebook exists yet; nothing prepared.")
+    return 0
+
+
+def _cmd_plan(ns: argparse.Namespace) -> int:
+    from .jobs import store_for
+    from .plan import plan_papers, plan_text
+
+    _validate_common(ns.scale, ns.device, ns.data_root)
+    papers = list(dict.fromkeys(ns.paper)) if ns.paper else list(PAPERS)
+    for p in papers:
+        if p not in PAPERS:
+            raise UnknownNameError("paper", p, PAPERS)
+    store = store_for(Path(ns.out) / "paper", ns.store)
+    plans = plan_papers(papers, scale=ns.scale, seed=ns.seed, data_root=ns.data_root, device=ns.device, store=store,
+                        probe=not ns.no_probe)
+    print(f"result store: {store.root}")
+    print(plan_text(plans, verbose=not ns.quiet))
     return 0
 
 
@@ -332,6 +396,17 @@ def write_rehearsal_root(root: str | os.PathLike, *, seed: int = 0) -> dict:
     return rehearsal_tool().write_rehearsal_root(root, seed=seed)
 
 
+#: Command-line flags of the Slurm options: ``SlurmOptions field -> (flag, type, help)``.
+_SLURM_FLAGS = {
+    "partition": ("--partition", str, "Slurm partition"), "account": ("--account", str, "Slurm account"),
+    "qos": ("--qos", str, "Slurm QOS"), "gpus_per_job": ("--gpus-per-job", int, "GPUs per job (default 0)"),
+    "cpus_per_job": ("--cpus-per-job", int, "CPUs per job (default 1)"),
+    "mem_gb": ("--mem-gb", float, "memory per job in GB"),
+    "time_min": ("--time-min", int, "time limit per job in minutes (default 60)"),
+    "array_parallelism": ("--array-parallelism", int, "at most this many jobs at once (default 64)"),
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m privkit", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -349,7 +424,21 @@ def build_parser() -> argparse.ArgumentParser:
     p_rep = sub.add_parser("reproduce", help="execute paper notebooks with papermill")
     p_rep.add_argument("--paper", nargs="+", default=None, help=f"any of {', '.join(PAPERS)} (default: all)")
     common(p_rep, "default", "figures", "auto")
+    p_rep.add_argument("--executor", default="local",
+                       help="who runs the training jobs: local (in the notebook's kernel, default) or slurm "
+                            "(a job array through submitit)")
+    p_rep.add_argument("--slurm-config", default=None, help="TOML file of Slurm options (partition, account, qos, "
+                       "gpus_per_job, cpus_per_job, mem_gb, time_min, array_parallelism, ...)")
+    for flag, kind, text in _SLURM_FLAGS.values():
+        p_rep.add_argument(flag, type=kind, default=None, help=text)
     p_rep.set_defaults(func=_cmd_reproduce)
+    p_plan = sub.add_parser("plan", help="each paper's jobs, which are stored already, and what the rest costs")
+    p_plan.add_argument("--paper", nargs="+", default=None, help=f"any of {', '.join(PAPERS)} (default: all)")
+    common(p_plan, "paper", "figures", "auto")
+    p_plan.add_argument("--store", default=None, help="the result store (default: <out>/.store)")
+    p_plan.add_argument("--no-probe", action="store_true", help="check the inputs and list the jobs, time nothing")
+    p_plan.add_argument("--quiet", action="store_true", help="totals only, no line per job")
+    p_plan.set_defaults(func=_cmd_plan)
     p_prep = sub.add_parser("prepare", help="write parameterised notebooks for nbval (no execution)")
     common(p_prep, "smoke", "build/smoke", "cpu")
     p_prep.set_defaults(func=_cmd_prepare)

@@ -166,7 +166,7 @@ def test_no_mechanism_imports_a_study_or_the_runner():
     import pathlib
 
     root = pathlib.Path(privkit.__file__).parent
-    runner = ("privkit.config", "privkit.reproduce", "privkit.__main__")
+    runner = ("privkit.config", "privkit.reproduce", "privkit.plan", "privkit.__main__")
     shared_modules = ("privkit.metrics", "privkit.transforms", "privkit.linalg", "privkit.errors", "privkit._validate",
                       "privkit.device")
     above_shared = ("privkit.data", "privkit.encoders", "privkit.isp", "privkit.dppose", "privkit.scoreshield",

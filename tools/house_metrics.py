@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "privkit"
-RUNNER = {"privkit.config", "privkit.reproduce", "privkit.__main__"}
+RUNNER = {"privkit.config", "privkit.reproduce", "privkit.plan", "privkit.__main__"}
 
 
 def module_name(path: Path) -> str:

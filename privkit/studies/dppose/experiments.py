@@ -38,7 +38,7 @@ from privkit.dppose.model import build_pose_model
 from privkit.dppose.train import METHODS, DPSpec, PublicSpec, Schedule, evaluate_pckh, train
 
 __all__ = ["PAPER_MPII_PCKH", "PAPER_NONPRIVATE_MPII", "PAPER_HUMANART_AP", "PAPER_GAP_FORMULA", "MPII_SKELETON",
-           "RunSpec", "RunOutcome", "pose_model", "design_runs", "run_design", "DesignData", "DesignSettings",
+           "RunSpec", "RunOutcome", "pose_model", "design_runs", "run_design", "train_run", "DesignData", "DesignSettings",
            "gap_recovered", "gap_table", "seed_spread", "per_joint_table", "paper_comparison", "claims_table",
            "pooled_seed_sd", "step_cost", "verdict", "MACHINE_DRIFT", "check_guarantees", "compare_within_spread",
            "draw_pose", "projection_diagnostics"]
@@ -336,8 +336,6 @@ def run_design(runs: Sequence[RunSpec], data: DesignData, settings: DesignSettin
     if not isinstance(data, DesignData) or not isinstance(settings, DesignSettings):
         raise InvalidArgumentError("data must be a DesignData and settings a DesignSettings, got "
                                    f"{type(data).__name__} and {type(settings).__name__}")
-    warm_state, public_set, blurred_set, test_set = data.warm_state, data.public_set, data.blurred_set, data.test_set
-    nonprivate_epochs = settings.nonprivate_epochs
     n_show = check_int("n_show", n_show, minimum=0)
     outcomes: list[RunOutcome] = []
     bar = None
@@ -346,44 +344,8 @@ def run_design(runs: Sequence[RunSpec], data: DesignData, settings: DesignSettin
 
         bar = tqdm(total=len(runs), desc="runs")
     for spec in runs:
-        if not isinstance(spec, RunSpec):
-            raise InvalidArgumentError(f"runs must hold RunSpec objects, got {type(spec).__name__}")
-        check_choice("init", spec.init, _INITS)
-        if spec.init == "warm" and warm_state is None:
-            raise InvalidArgumentError(f"run {spec.label!r} needs warm_state (the public-data pretraining)")
-        dp = public = None
-        if spec.method != "nonprivate":
-            dp = DPSpec(epsilon=spec.epsilon, delta=settings.delta, clip=spec.clip, accountant=settings.accountant)
-        if spec.method in _PROJECTED:
-            if public_set is None:
-                raise InsufficientDataError(f"run {spec.label!r} needs a public_set")
-            m = min(int(settings.n_public_grads), len(public_set))
-            public = PublicSpec(public_set=public_set, k=min(int(spec.k), m), n_public=m, refresh=settings.refresh)
-        if spec.method in ("feature", "feature_projective") and blurred_set is not None:
-            public = PublicSpec(blurred_set=blurred_set) if public is None else replace(public, blurred_set=blurred_set)
-        train_set = data.private_set
-        if spec.view == "blurred":
-            if spec.method != "nonprivate":
-                raise InvalidArgumentError(f"run {spec.label!r}: only non-private runs train on blurred images")
-            if blurred_set is None:
-                raise InsufficientDataError(f"run {spec.label!r} needs blurred_set")
-            train_set = blurred_set
-        elif spec.view != "raw":
-            raise InvalidArgumentError(f"run {spec.label!r}: view must be 'raw' or 'blurred', got {spec.view!r}")
-        t0, c0 = time.perf_counter(), time.process_time()
-        epochs = settings.epochs if spec.method != "nonprivate" or nonprivate_epochs is None else nonprivate_epochs
-        schedule = Schedule(epochs=epochs, batch_size=settings.batch_size, lr=settings.lr,
-                            micro_batch=settings.micro_batch)
-        res = train(data.make_model(spec.seed), train_set, method=spec.method, dp=dp, public=public, schedule=schedule,
-                    seed=spec.seed, device=device, warm_start=warm_state if spec.init == "warm" else None)
-        cpu, wall = time.process_time() - c0, time.perf_counter() - t0
-        score = evaluate_pckh(res.model, test_set)
-        pred = (res.model.predict(test_set.images[:n_show], features=isinstance(test_set, CachedFeatures)).cpu()
-                if n_show else torch.empty(0, 16, 2))
-        out = RunOutcome(spec=spec, pckh=score, guarantee=res.guarantee, steps=res.steps,
-                         sample_rate=res.sample_rate, noise_multiplier=res.noise_multiplier, history=res.history,
-                         predictions=pred, cpu_seconds=cpu, wall_seconds=wall, config=res.config,
-                         model=res.model if keep_model is not None and keep_model(spec) else None)
+        out = train_run(spec, data, settings, n_show=n_show, device=device,
+                        keep_model=keep_model is not None and keep_model(spec))
         outcomes.append(out)
         if bar is not None:
             bar.update(1)
@@ -392,6 +354,52 @@ def run_design(runs: Sequence[RunSpec], data: DesignData, settings: DesignSettin
     if bar is not None:
         bar.close()
     return outcomes
+
+
+def train_run(spec: RunSpec, data: DesignData, settings: DesignSettings, *, n_show: int = 4,
+              device: str | torch.device = "cpu", keep_model: bool = False,
+              checkpoint: str | Path | None = None) -> RunOutcome:
+    """Train and evaluate one run of a design (what :func:`run_design` does for each run, and a
+    ``dppose.train`` job for one; ``checkpoint``: a folder for the trainer's epoch-boundary checkpoints)."""
+    if not isinstance(spec, RunSpec):
+        raise InvalidArgumentError(f"runs must hold RunSpec objects, got {type(spec).__name__}")
+    warm_state, public_set, blurred_set, test_set = data.warm_state, data.public_set, data.blurred_set, data.test_set
+    nonprivate_epochs = settings.nonprivate_epochs
+    check_choice("init", spec.init, _INITS)
+    if spec.init == "warm" and warm_state is None:
+        raise InvalidArgumentError(f"run {spec.label!r} needs warm_state (the public-data pretraining)")
+    dp = public = None
+    if spec.method != "nonprivate":
+        dp = DPSpec(epsilon=spec.epsilon, delta=settings.delta, clip=spec.clip, accountant=settings.accountant)
+    if spec.method in _PROJECTED:
+        if public_set is None:
+            raise InsufficientDataError(f"run {spec.label!r} needs a public_set")
+        m = min(int(settings.n_public_grads), len(public_set))
+        public = PublicSpec(public_set=public_set, k=min(int(spec.k), m), n_public=m, refresh=settings.refresh)
+    if spec.method in ("feature", "feature_projective") and blurred_set is not None:
+        public = PublicSpec(blurred_set=blurred_set) if public is None else replace(public, blurred_set=blurred_set)
+    train_set = data.private_set
+    if spec.view == "blurred":
+        if spec.method != "nonprivate":
+            raise InvalidArgumentError(f"run {spec.label!r}: only non-private runs train on blurred images")
+        if blurred_set is None:
+            raise InsufficientDataError(f"run {spec.label!r} needs blurred_set")
+        train_set = blurred_set
+    elif spec.view != "raw":
+        raise InvalidArgumentError(f"run {spec.label!r}: view must be 'raw' or 'blurred', got {spec.view!r}")
+    t0, c0 = time.perf_counter(), time.process_time()
+    epochs = settings.epochs if spec.method != "nonprivate" or nonprivate_epochs is None else nonprivate_epochs
+    schedule = Schedule(epochs=epochs, batch_size=settings.batch_size, lr=settings.lr, micro_batch=settings.micro_batch)
+    res = train(data.make_model(spec.seed), train_set, method=spec.method, dp=dp, public=public, schedule=schedule,
+                seed=spec.seed, device=device, warm_start=warm_state if spec.init == "warm" else None,
+                checkpoint=checkpoint)
+    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    score = evaluate_pckh(res.model, test_set)
+    pred = (res.model.predict(test_set.images[:n_show], features=isinstance(test_set, CachedFeatures)).cpu()
+            if n_show else torch.empty(0, 16, 2))
+    return RunOutcome(spec=spec, pckh=score, guarantee=res.guarantee, steps=res.steps, sample_rate=res.sample_rate,
+                      noise_multiplier=res.noise_multiplier, history=res.history, predictions=pred, cpu_seconds=cpu,
+                      wall_seconds=wall, config=res.config, model=res.model if keep_model else None)
 
 
 # ---------------------------------------------------------------------------------------------- diagnostics

@@ -1,0 +1,169 @@
+"""A plan before the bill: for each paper, its jobs, which are already in the result store, and what the rest will
+cost (``python -m privkit plan``).
+
+At the paper and rehearsal scales the paper's inputs are checked first (:func:`~privkit.studies.guards.check_paper_inputs`:
+one error listing everything missing, before anything runs) and the existing timing probes
+(:func:`~privkit.studies.guards.plan_paper_run`) time the preset's training steps and encoders on the device the plan
+runs on; each DP pose job's estimate is its steps times its method's seconds per step (plus its subspace refreshes),
+each SynthesisNet job's its images over the probed throughput. Run it on a GPU node to get GPU-hours; on a CPU it
+says CPU-hours. ISP and ScoreShield are not split into jobs yet: their embedding and studies run in the notebook's
+kernel, and the plan gives the probe's estimate of their embedding time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import PAPER_DATA_SCALES, PAPERS
+from .jobs import ResultStore
+
+__all__ = ["PaperPlan", "plan_papers", "plan_text"]
+
+JOB_PAPERS = ("dppose", "synthesisnet")
+
+
+@dataclass
+class PaperPlan:
+    """The plan of one paper: its jobs with their store status and estimated device seconds.
+
+    Attributes:
+        paper: the paper. device: where the probe ran.
+        jobs: ``(label, status, estimated seconds or None)`` per job.
+        kernel_seconds: estimated seconds of the work that still runs in the notebook's kernel (None: not probed).
+        peak_bytes: the training probe's peak CUDA memory (None on a CPU).
+        notes: what the plan could not estimate, and why.
+        probe_text: the input check and probe's own summary (paper scales).
+    """
+
+    paper: str
+    device: str
+    jobs: list[tuple[str, str, float | None]] = field(default_factory=list)
+    kernel_seconds: float | None = None
+    peak_bytes: int | None = None
+    notes: list[str] = field(default_factory=list)
+    probe_text: str = ""
+
+    def counts(self) -> dict[str, int]:
+        out = {"done": 0, "failed": 0, "missing": 0}
+        for _, status, _ in self.jobs:
+            out[status] += 1
+        return out
+
+    def remaining_seconds(self) -> float | None:
+        left = [t for _, s, t in self.jobs if s != "done"]
+        if any(t is None for t in left) or (not self.jobs and self.kernel_seconds is None):
+            return None
+        return sum(left) + (self.kernel_seconds or 0.0)
+
+
+def _dppose(cfg: Any, plan: Any, *, scale: str, seed: int, data_root: str | None, device: str,
+            store: ResultStore) -> list[tuple[str, str, float | None]]:
+    from privkit.studies.dppose import jobs as J
+
+    probe = plan.training_probe if plan is not None else {}
+    n = plan.counts.get("private records", cfg.n_private) if plan is not None else cfg.n_private
+    rows = []
+    for part, run, spec in J.planned_jobs(cfg, scale=scale, seed=seed, data_root=data_root, device=device):
+        est = None
+        step_s = probe.get(f"{run.method} s/step")
+        if step_s is not None and n:
+            epochs = cfg.nonprivate_epochs if run.method == "nonprivate" and cfg.nonprivate_epochs else cfg.epochs
+            steps = int(epochs) * max(1, round(n / min(cfg.batch_size, n)))
+            est = steps * step_s + math.ceil(steps / cfg.refresh) * probe.get(f"{run.method} s/refresh", 0.0)
+        rows.append((f"[{part}] {run.label}", store.status(spec), est))
+    return rows
+
+
+def _synthesisnet(cfg: Any, plan: Any, *, scale: str, seed: int, data_root: str | None, device: str,
+                  store: ResultStore) -> list[tuple[str, str, float | None]]:
+    from privkit.studies.synthesisnet import jobs as J
+    from privkit.studies.synthesisnet.experiments import net_config
+
+    probe = plan.training_probe if plan is not None else {}
+    key = J.faces_spec(cfg, scale=scale, seed=seed, data_root=data_root).key()
+    common = {"net_config": net_config(cfg), "faces_key": key, "batch_size": cfg.batch_size, "seed": seed,
+              "device": device}
+    method = J.train_spec("method", epochs_ae=cfg.epochs_ae, epochs_gan=cfg.epochs_gan, **common)
+    ablation = J.train_spec("no_auxiliary_classifier", epochs_ae=0, epochs_gan=cfg.epochs_gan,
+                            autoencoder_key=method.key(), **common)
+    n_train = cfg.n_train_identities * cfg.images_per_identity
+    ae, gan = probe.get("autoencoder images/s"), probe.get("GAN images/s")
+    est_m = n_train * (cfg.epochs_ae / ae + cfg.epochs_gan / gan) if ae and gan else None
+    est_a = n_train * cfg.epochs_gan / gan if gan else None
+    return [(method.label, store.status(method), est_m), (ablation.label, store.status(ablation), est_a)]
+
+
+def plan_papers(papers: Sequence[str], *, scale: str, seed: int = 0, data_root: str | None = None,
+                device: str = "auto", store: ResultStore, probe: bool = True) -> list[PaperPlan]:
+    """A :class:`PaperPlan` per paper (module docstring). At the paper scales the inputs of every paper are checked
+    before any probe runs.
+
+    Raises:
+        MissingResourceError: a paper-scale input is missing (all of one paper's missing inputs in one message).
+    """
+    import privkit
+    from privkit.device import resolve_device
+    from privkit.studies.guards import check_paper_inputs, plan_paper_run
+
+    cfgs = {p: privkit.config.load(p, scale) for p in papers}
+    if scale in PAPER_DATA_SCALES:
+        for p in papers:  # every input of every paper first: one error, before minutes of probing
+            check_paper_inputs(p, cfgs[p], data_root)
+    plans = []
+    dev = str(resolve_device(device))
+    for p in papers:
+        cfg = cfgs[p]
+        rp = None
+        out = PaperPlan(paper=p, device=dev)
+        if scale in PAPER_DATA_SCALES:
+            rp = plan_paper_run(p, cfg, data_root, device=device, probe_images=4 if probe else 0,
+                                probe_training=probe)
+            out.probe_text, out.peak_bytes = rp.text(), rp.probe_peak_bytes
+        else:
+            out.notes.append(f"scale {scale}: no timing probe (it runs at the paper scales); jobs listed only")
+        if p == "dppose":
+            out.jobs = _dppose(cfg, rp, scale=scale, seed=seed, data_root=data_root, device=device, store=store)
+        elif p == "synthesisnet":
+            out.jobs = _synthesisnet(cfg, rp, scale=scale, seed=seed, data_root=data_root, device=device,
+                                     store=store)
+        else:
+            out.kernel_seconds = rp.estimate_seconds if rp is not None and rp.probe else None
+            out.notes.append("not split into jobs yet: its embeddings and studies run in the notebook's kernel "
+                             "(the estimate is the probe's embedding time)")
+        plans.append(out)
+    return plans
+
+
+def _hours(seconds: float | None, device: str) -> str:
+    if seconds is None:
+        return "not estimated"
+    unit = "GPU-hours" if device.startswith("cuda") else "CPU-hours"
+    return f"{seconds / 3600:.2f} {unit}"
+
+
+def plan_text(plans: Sequence[PaperPlan], *, verbose: bool = True) -> str:
+    """The plan as the CLI prints it: per paper the probe summary, every job with its status and estimate, totals."""
+    lines = []
+    grand = 0.0
+    for p in plans:
+        c = p.counts()
+        lines.append(f"== {p.paper}: {PAPERS[p.paper].short_title}")
+        if p.probe_text:
+            lines += ["  " + ln for ln in p.probe_text.splitlines()]
+        if p.jobs:
+            lines.append(f"  {len(p.jobs)} jobs: {c['done']} done, {c['failed']} failed, {c['missing']} to run")
+            if verbose:
+                width = max(len(label) for label, _, _ in p.jobs)
+                lines += [f"    {label:<{width}}  {status:<7}  {_hours(est, p.device) if est is not None else ''}"
+                          for label, status, est in p.jobs]
+        rem = p.remaining_seconds()
+        lines.append(f"  still to run: {_hours(rem, p.device)} on {p.device}"
+                     + (f"; probe peak memory {p.peak_bytes / 2**30:.2f} GiB" if p.peak_bytes else ""))
+        lines += [f"  note: {n}" for n in p.notes]
+        grand += rem or 0.0
+    device = plans[0].device if plans else "cpu"
+    lines.append(f"== total still to run (estimated parts): {_hours(grand, device)}")
+    return "\n".join(lines)
