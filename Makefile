@@ -21,8 +21,9 @@ SUBMISSIONS ?=
 GRADES ?= build/grades.csv
 GRADE_TIMEOUT ?= 600
 TEST_WORKERS ?= 2
+SLURM_STATE ?= /tmp/privkit-slurm
 
-.PHONY: all figures test test-fast lab notebooks assignments grade browser-deps clean venv
+.PHONY: all figures test test-fast lab notebooks assignments grade browser-deps slurm-check gpu-check clean venv
 
 all: test
 
@@ -65,8 +66,26 @@ test: $(STAMP)
 	PRIVKIT_CACHE_DIR=$(CURDIR)/build/rehearsal-root/.privkit-cache PRIVKIT_STATIC_WIDGETS=1 \
 	  $(PY) -m pytest -q -p no:cacheprovider --nbval-lax --nbval-cell-timeout=900 build/rehearsal/notebooks
 	PRIVKIT_SMOKE_OUT=build/rehearsal PRIVKIT_OUT_SCALE=rehearsal $(PY) -m pytest -q tests/test_notebook_outputs.py
+	$(MAKE) --no-print-directory slurm-check
 	$(MAKE) --no-print-directory browser-deps
 	$(PY) tests/browser/lab_check.py --out build/browser --student build/assignments-check/core/student
+
+## The slurm executor against a real single-node Slurm cluster on this machine (tools/slurm/cluster.sh installs
+## Debian's slurm-wlm and munge when missing and starts munged, slurmctld and slurmd; it fails, saying so, without
+## root): the rehearsal DP-pose and SynthesisNet notebooks again with --executor slurm (two CPUs a job, as the
+## in-process run's two threads), then tests/slurm: those tables equal the in-process ones, a failing job is
+## reported with its log while the others finish, and a cancelled job is the only one a re-run submits.
+slurm-check: $(STAMP)
+	@eval "$$(bash tools/slurm/cluster.sh start $(SLURM_STATE) | tail -n 1)" && \
+	rm -rf build/rehearsal-slurm && \
+	$(PY) -m privkit reproduce --scale rehearsal --data-root build/rehearsal-root --paper dppose synthesisnet \
+	  --executor slurm --cpus-per-job 2 --time-min 30 --out build/rehearsal-slurm && \
+	PRIVKIT_SLURM_TESTS=1 $(PY) -m pytest -q -p no:cacheprovider tests/slurm
+
+## The GPU check (on a machine with an NVIDIA GPU): the CUDA tests, every notebook at smoke scale on the GPU,
+## results in benchmarks/results/gpu/ with the device's name (benchmarks/gpu_check.sh).
+gpu-check: $(STAMP)
+	bash benchmarks/gpu_check.sh
 
 ## Debian's Chromium and ChromeDriver for the browser check (installed as root, or through sudo; never downloaded by
 ## a tool's own installer). Fails, saying so, when neither is possible.
