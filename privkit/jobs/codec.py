@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,6 +12,25 @@ import torch
 from ..errors import InvalidArgumentError
 
 __all__ = ["encode_dataclass", "decode_dataclass"]
+
+
+def _plain(value: Any) -> Any:
+    """Provenance values as JSON: numpy arrays and scalars, ranges, tuples and paths become lists, numbers, strings."""
+    import numpy as np
+
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, range)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, torch.Tensor):
+        return value.tolist()
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return value
 
 
 def encode_dataclass(prefix: str, obj: Any, tensors: dict[str, torch.Tensor]) -> dict[str, Any]:
@@ -29,9 +49,9 @@ def encode_dataclass(prefix: str, obj: Any, tensors: dict[str, torch.Tensor]) ->
             tensors.update({f"{prefix}.{f.name}.{k}": v for k, v in value.items()})
         elif isinstance(value, tuple):
             meta["tuples"].append(f.name)
-            meta[f.name] = list(value)
+            meta[f.name] = _plain(value)
         else:
-            meta[f.name] = value
+            meta[f.name] = _plain(value)
     return meta
 
 
