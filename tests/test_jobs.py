@@ -168,3 +168,12 @@ def test_guarantee_from_dict_round_trip(method):
     assert back == g and str(back) == str(g)
     with pytest.raises(InvalidArgumentError):
         PrivacyGuarantee.from_dict({"epsilon": 1})
+
+
+def test_store_saves_tensors_that_share_memory(tmp_path):
+    base = torch.arange(6.0)
+    store = ResultStore(tmp_path)
+    spec = JobSpec("diagnostic.echo", {"value": 0})
+    store.save(spec, JobResult(tensors={"a": base, "b": base, "c": base[2:]}))
+    back = ResultStore(tmp_path).load(spec).tensors
+    assert torch.equal(back["a"], base) and torch.equal(back["b"], base) and torch.equal(back["c"], base[2:])

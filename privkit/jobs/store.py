@@ -146,7 +146,12 @@ class ResultStore:
         self._write_json(entry / "spec.json", {**spec.to_dict(), "key": spec.key(), "code": code_fingerprint(),
                                                "privkit_commit": _git_commit()})
         self._write_json(entry / "result.json", result.data)
-        tensors = {k: v.detach().cpu().contiguous() for k, v in result.tensors.items()}
+        tensors, storages = {}, set()
+        for k, v in result.tensors.items():  # safetensors refuses tensors that share memory (a set's labels reused
+            t = v.detach().cpu().contiguous()  # by its blurred copy): the second of such a pair is written as a copy
+            ptr = t.untyped_storage().data_ptr()
+            tensors[k] = t.clone() if ptr in storages else t
+            storages.add(ptr)
         tmp = entry / ".result.safetensors.tmp"
         save_file(tensors, str(tmp))  # straight to disk: a design's cached features can be GBs
         os.chmod(tmp, _FILE_MODE)
