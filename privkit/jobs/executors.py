@@ -200,13 +200,15 @@ def _squeue_states(job_ids: Sequence[str]) -> dict[str, str]:
     if not job_ids:
         return {}
     arrays = sorted({j.split("_")[0] for j in job_ids})
-    out = subprocess.run(["squeue", "-h", "-r", "-j", ",".join(arrays), "-o", "%i %T"], capture_output=True,
+    # %F the array's job id, %K the task's index ("N/A" outside arrays): squeue's own %i drops the index of a
+    # one-task array ("8" for submitit's "8_0")
+    out = subprocess.run(["squeue", "-h", "-r", "-j", ",".join(arrays), "-o", "%F %K %T"], capture_output=True,
                          text=True, timeout=60)
     states = {}
     for line in out.stdout.splitlines():
         parts = line.split()
-        if len(parts) == 2:
-            states[parts[0]] = parts[1]
+        if len(parts) == 3:
+            states[f"{parts[0]}_{parts[1]}" if parts[1].isdigit() else parts[0]] = parts[2]
     return states
 
 

@@ -32,7 +32,7 @@ def _cluster():
 
 
 def _squeue_state(job_id: str) -> str:
-    out = subprocess.run(["squeue", "-h", "-r", "-t", "all", "-j", job_id.split("_")[0], "-o", "%i %T"],
+    out = subprocess.run(["squeue", "-h", "-r", "-t", "all", "-j", job_id.split("_")[0], "-o", "%F_%K %T"],
                          capture_output=True, text=True, timeout=60)
     states = dict(line.split() for line in out.stdout.splitlines() if len(line.split()) == 2)
     return states.get(job_id, "")
