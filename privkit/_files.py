@@ -1,13 +1,15 @@
-"""File helpers shared by the caches and the model fetchers: atomic writes and file digests."""
+"""File helpers shared by the caches, the model fetchers and the result store: atomic writes, file digests and the
+git commit of the checkout privkit runs from."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write", "file_digest"]
+__all__ = ["atomic_write", "file_digest", "git_commit"]
 
 
 def atomic_write(path: Path, data: bytes, *, mode: int) -> None:
@@ -39,3 +41,18 @@ def file_digest(path: Path, algorithm: str = "sha256") -> "hashlib._Hash":
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
     return digest
+
+
+def git_commit() -> str | None:
+    """The git commit of the checkout privkit runs from, ``-dirty`` appended when tracked files differ from it; None
+    outside a git checkout."""
+    try:
+        root = Path(__file__).resolve().parent
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        if out.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return out.stdout.strip() + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None

@@ -12,7 +12,6 @@ kernel, and the plan gives the probe's estimate of their embedding time.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,36 +58,28 @@ class PaperPlan:
         return sum(left) + (self.kernel_seconds or 0.0)
 
 
-def _dppose(cfg: Any, plan: Any, *, scale: str, seed: int, data_root: str | None, device: str,
-            store: ResultStore) -> list[tuple[str, str, float | None]]:
-    from privkit.studies.dppose import jobs as J
+def _dppose(cfg: Any, plan: Any, *, scale: str, seed: int, data_root: str | None, store: ResultStore) -> list[tuple[str, str, float | None]]:
+    from .studies.dppose import jobs as J
+    from .studies.guards import run_seconds
 
     probe = plan.training_probe if plan is not None else {}
     n = plan.counts.get("private records", cfg.n_private) if plan is not None else cfg.n_private
     rows = []
-    for part, run, spec in J.planned_jobs(cfg, scale=scale, seed=seed, data_root=data_root, device=device):
-        est = None
+    for part, run, spec in J.planned_jobs(cfg, scale=scale, seed=seed, data_root=data_root):
         step_s = probe.get(f"{run.method} s/step")
-        if step_s is not None and n:
-            epochs = cfg.nonprivate_epochs if run.method == "nonprivate" and cfg.nonprivate_epochs else cfg.epochs
-            steps = int(epochs) * max(1, round(n / min(cfg.batch_size, n)))
-            est = steps * step_s + math.ceil(steps / cfg.refresh) * probe.get(f"{run.method} s/refresh", 0.0)
+        est = (run_seconds(cfg, run.method, n, step_s=step_s, refresh_s=probe.get(f"{run.method} s/refresh", 0.0))
+               if step_s is not None and n else None)
         rows.append((f"[{part}] {run.label}", store.status(spec), est))
     return rows
 
 
-def _synthesisnet(cfg: Any, plan: Any, *, scale: str, seed: int, data_root: str | None, device: str,
-                  store: ResultStore) -> list[tuple[str, str, float | None]]:
-    from privkit.studies.synthesisnet import jobs as J
-    from privkit.studies.synthesisnet.experiments import net_config
+def _synthesisnet(cfg: Any, plan: Any, *, scale: str, seed: int, data_root: str | None, store: ResultStore) -> list[tuple[str, str, float | None]]:
+    from .studies.synthesisnet import jobs as J
+    from .studies.synthesisnet.experiments import net_config
 
     probe = plan.training_probe if plan is not None else {}
-    key = J.faces_spec(cfg, scale=scale, seed=seed, data_root=data_root).key()
-    common = {"net_config": net_config(cfg), "faces_key": key, "batch_size": cfg.batch_size, "seed": seed,
-              "device": device}
-    method = J.train_spec("method", epochs_ae=cfg.epochs_ae, epochs_gan=cfg.epochs_gan, **common)
-    ablation = J.train_spec("no_auxiliary_classifier", epochs_ae=0, epochs_gan=cfg.epochs_gan,
-                            autoencoder_key=method.key(), **common)
+    _, method, ablation = J.planned_specs(cfg, net_config=net_config(cfg), scale=scale, seed=seed,
+                                          data_root=data_root)
     n_train = cfg.n_train_identities * cfg.images_per_identity
     ae, gan = probe.get("autoencoder images/s"), probe.get("GAN images/s")
     est_m = n_train * (cfg.epochs_ae / ae + cfg.epochs_gan / gan) if ae and gan else None
@@ -104,11 +95,11 @@ def plan_papers(papers: Sequence[str], *, scale: str, seed: int = 0, data_root: 
     Raises:
         MissingResourceError: a paper-scale input is missing (all of one paper's missing inputs in one message).
     """
-    import privkit
-    from privkit.device import resolve_device
-    from privkit.studies.guards import check_paper_inputs, plan_paper_run
+    from .config import load
+    from .device import resolve_device
+    from .studies.guards import check_paper_inputs, plan_paper_run
 
-    cfgs = {p: privkit.config.load(p, scale) for p in papers}
+    cfgs = {p: load(p, scale) for p in papers}
     if scale in PAPER_DATA_SCALES:
         for p in papers:  # every input of every paper first: one error, before minutes of probing
             check_paper_inputs(p, cfgs[p], data_root)
@@ -125,10 +116,9 @@ def plan_papers(papers: Sequence[str], *, scale: str, seed: int = 0, data_root: 
         else:
             out.notes.append(f"scale {scale}: no timing probe (it runs at the paper scales); jobs listed only")
         if p == "dppose":
-            out.jobs = _dppose(cfg, rp, scale=scale, seed=seed, data_root=data_root, device=device, store=store)
+            out.jobs = _dppose(cfg, rp, scale=scale, seed=seed, data_root=data_root, store=store)
         elif p == "synthesisnet":
-            out.jobs = _synthesisnet(cfg, rp, scale=scale, seed=seed, data_root=data_root, device=device,
-                                     store=store)
+            out.jobs = _synthesisnet(cfg, rp, scale=scale, seed=seed, data_root=data_root, store=store)
         else:
             out.kernel_seconds = rp.estimate_seconds if rp is not None and rp.probe else None
             out.notes.append("not split into jobs yet: its embeddings and studies run in the notebook's kernel "
@@ -147,7 +137,7 @@ def _hours(seconds: float | None, device: str) -> str:
 def plan_text(plans: Sequence[PaperPlan], *, verbose: bool = True) -> str:
     """The plan as the CLI prints it: per paper the probe summary, every job with its status and estimate, totals."""
     lines = []
-    grand = 0.0
+    grand, estimated = 0.0, False
     for p in plans:
         c = p.counts()
         lines.append(f"== {p.paper}: {PAPERS[p.paper].short_title}")
@@ -164,6 +154,7 @@ def plan_text(plans: Sequence[PaperPlan], *, verbose: bool = True) -> str:
                      + (f"; probe peak memory {p.peak_bytes / 2**30:.2f} GiB" if p.peak_bytes else ""))
         lines += [f"  note: {n}" for n in p.notes]
         grand += rem or 0.0
+        estimated = estimated or rem is not None
     device = plans[0].device if plans else "cpu"
-    lines.append(f"== total still to run (estimated parts): {_hours(grand, device)}")
+    lines.append(f"== total still to run (papers with an estimate): {_hours(grand if estimated else None, device)}")
     return "\n".join(lines)

@@ -102,7 +102,7 @@ def test_planned_steps_follow_the_trainer(root):
 
     from privkit.dppose import build_pose_model
     from privkit.dppose.train import DPSpec, Schedule, make_private
-    from privkit.studies.guards import _random_poses, _run_steps
+    from privkit.studies.guards import _random_poses, run_steps
 
     for n, bsz, epochs in ((16, 8, 1), (21, 8, 2), (10, 16, 3)):
         cfg = replace(config.load("dppose", "rehearsal"), batch_size=bsz, epochs=epochs, nonprivate_epochs=epochs + 1)
@@ -110,7 +110,7 @@ def test_planned_steps_follow_the_trainer(root):
         for method, dp in (("dpsgd", DPSpec(noise_multiplier=1.0, delta=1e-5, clip=1.0)), ("nonprivate", None)):
             sched = Schedule(epochs=epochs + (method == "nonprivate"), batch_size=min(bsz, n))
             trainer = make_private(build_pose_model(64), data, method=method, dp=dp, schedule=sched, device="cpu")
-            assert _run_steps(cfg, method, n) == trainer.total
+            assert run_steps(cfg, method, n) == trainer.total
 
 
 def test_probe_seconds_times_steps_and_refreshes():
@@ -130,3 +130,36 @@ def test_probe_seconds_times_steps_and_refreshes():
         trainer.probe_seconds(steps=0)
     with pytest.raises(InvalidArgumentError, match="probe_seconds"):  # its model took unaccounted steps
         trainer.run()
+
+
+def test_plan_lists_every_job_with_status_and_estimate(root, tmp_path):
+    """python -m privkit plan: at the rehearsal scale every DP pose and SynthesisNet job is listed with its store
+    status and a probed estimate; a stored job shows as done and leaves the estimate of what is still to run."""
+    from privkit.jobs import JobResult, ResultStore
+    from privkit.plan import plan_papers, plan_text
+    from privkit.studies.dppose import jobs as J
+
+    store = ResultStore(tmp_path / "store")
+    cfg = config.load("dppose", "rehearsal")
+    planned = J.planned_jobs(cfg, scale="rehearsal", seed=0, data_root=str(root))
+    store.save(planned[0][2], JobResult(data={"pretend": True}))  # as if the first run had been trained
+    plans = plan_papers(["dppose", "synthesisnet", "isp"], scale="rehearsal", data_root=str(root), device="cpu",
+                        store=store)
+    dp, sn, isp = plans
+    assert len(dp.jobs) == len(planned) and dp.counts() == {"done": 1, "failed": 0, "missing": len(planned) - 1}
+    assert all(est is not None and est > 0 for _, _, est in dp.jobs)
+    assert dp.remaining_seconds() == pytest.approx(sum(est for _, s, est in dp.jobs if s != "done"))
+    assert [label for label, _, _ in sn.jobs] == ["synthesisnet method", "synthesisnet no_auxiliary_classifier"]
+    assert sn.remaining_seconds() > 0 and not isp.jobs and isp.notes
+    text = plan_text(plans)
+    assert "CPU-hours" in text and planned[0][1].label in text and "1 done" in text
+
+
+def test_plan_checks_every_input_before_probing(tmp_path):
+    from privkit.errors import MissingResourceError
+    from privkit.jobs import ResultStore
+    from privkit.plan import plan_papers
+
+    (tmp_path / "root").mkdir()
+    with pytest.raises(MissingResourceError):
+        plan_papers(["dppose"], scale="paper", data_root=str(tmp_path / "root"), store=ResultStore(tmp_path / "s"))

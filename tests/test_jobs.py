@@ -177,3 +177,18 @@ def test_store_saves_tensors_that_share_memory(tmp_path):
     store.save(spec, JobResult(tensors={"a": base, "b": base, "c": base[2:]}))
     back = ResultStore(tmp_path).load(spec).tensors
     assert torch.equal(back["a"], base) and torch.equal(back["b"], base) and torch.equal(back["c"], base[2:])
+
+
+def test_squeue_that_does_not_answer_tells_nothing(monkeypatch):
+    import subprocess
+
+    from privkit.jobs import executors
+
+    def fake(args, **kw):
+        return subprocess.CompletedProcess(args, fake.rc, stdout=fake.out, stderr="")
+
+    fake.rc, fake.out = 0, "17 0 RUNNING\n17 1 PENDING\n18 N/A PENDING\n"
+    monkeypatch.setattr(executors.subprocess, "run", fake)
+    assert executors._squeue_states(["17_0", "17_1", "18"]) == {"17_0": "RUNNING", "17_1": "PENDING", "18": "PENDING"}
+    fake.rc, fake.out = 1, ""  # "slurm_load_jobs error: Socket timed out": not "every task left the queue"
+    assert executors._squeue_states(["17_0"]) is None

@@ -21,8 +21,8 @@ import subprocess
 import sys
 import time
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -54,8 +54,7 @@ class Executor:
 
     name = "executor"
 
-    def run(self, specs: Sequence[JobSpec], store: ResultStore, *, progress: bool = True,
-            on_result: Callable[[int, JobResult], None] | None = None) -> list[JobResult]:
+    def run(self, specs: Sequence[JobSpec], store: ResultStore, *, progress: bool = True) -> list[JobResult]:
         raise NotImplementedError
 
     @staticmethod
@@ -89,12 +88,11 @@ class LocalExecutor(Executor):
     def __init__(self, *, device: str = "auto") -> None:
         self.device = device
 
-    def run(self, specs: Sequence[JobSpec], store: ResultStore, *, progress: bool = True,
-            on_result: Callable[[int, JobResult], None] | None = None) -> list[JobResult]:
+    def run(self, specs: Sequence[JobSpec], store: ResultStore, *, progress: bool = True) -> list[JobResult]:
         specs = self._check(specs, store)
         failures = []
         bar = _bar(len(specs), "jobs (local)", progress)
-        for i, spec in enumerate(specs):
+        for spec in specs:
             if store.status(spec) != "done":
                 try:
                     run_job(store.root, spec, device=self.device, store=store)
@@ -102,8 +100,6 @@ class LocalExecutor(Executor):
                     raise
                 except Exception as exc:  # recorded in the store; the other jobs still run
                     failures.append((spec.label, f"{type(exc).__name__}: {exc}", None))
-            if on_result is not None and store.status(spec) == "done":
-                on_result(i, store.load(spec))
             if bar is not None:
                 bar.update(1)
         if bar is not None:
@@ -195,8 +191,9 @@ def load_slurm_config(path: str | os.PathLike | None = None, **overrides: Any) -
     return SlurmOptions(**values)
 
 
-def _squeue_states(job_ids: Sequence[str]) -> dict[str, str]:
-    """``task id -> state`` of the tasks still in the queue (``123_4 -> RUNNING``)."""
+def _squeue_states(job_ids: Sequence[str]) -> dict[str, str] | None:
+    """``task id -> state`` of the tasks still in the queue (``123_4 -> RUNNING``); None when squeue did not answer
+    (a busy controller times out): then nothing can be concluded about a task that is not listed."""
     if not job_ids:
         return {}
     arrays = sorted({j.split("_")[0] for j in job_ids})
@@ -204,6 +201,8 @@ def _squeue_states(job_ids: Sequence[str]) -> dict[str, str]:
     # one-task array ("8" for submitit's "8_0")
     out = subprocess.run(["squeue", "-h", "-r", "-j", ",".join(arrays), "-o", "%F %K %T"], capture_output=True,
                          text=True, timeout=60)
+    if out.returncode != 0:
+        return None
     states = {}
     for line in out.stdout.splitlines():
         parts = line.split()
@@ -238,8 +237,7 @@ class SlurmExecutor(Executor):
         check_slurm()
         self.jobs: list[Any] = []  # the submitit jobs of the last run (tests cancel one of them)
 
-    def run(self, specs: Sequence[JobSpec], store: ResultStore, *, progress: bool = True,
-            on_result: Callable[[int, JobResult], None] | None = None) -> list[JobResult]:
+    def run(self, specs: Sequence[JobSpec], store: ResultStore, *, progress: bool = True) -> list[JobResult]:
         import submitit
 
         from .slurm import SlurmJob
@@ -262,9 +260,6 @@ class SlurmExecutor(Executor):
             print(f"slurm: array {self.jobs[0].job_id.split('_')[0]} submitted ({n} tasks); logs in {folder}",
                   file=stream, flush=True)
         failures = self._watch([specs[i] for i in todo], store, progress, stream)
-        for i, spec in enumerate(specs):
-            if on_result is not None and store.status(spec) == "done":
-                on_result(i, store.load(spec))
         if failures:
             raise JobsFailedError(failures, store)
         return [store.load(s) for s in specs]
@@ -289,12 +284,14 @@ class SlurmExecutor(Executor):
                 elif status == "failed":
                     rec = store.failure(spec) or {}
                     state[i], failures[i] = "failed", (spec.label, rec.get("error", "failed"), log)
+                elif queue is None:  # squeue did not answer: keep the last known state
+                    continue
                 elif job.job_id in queue:
                     gone_since.pop(i, None)
                     state[i] = "running" if queue[job.job_id] in ("RUNNING", "COMPLETING") else "pending"
                 else:  # out of the queue with neither a result nor a failure record: give the files a moment
                     first = gone_since.setdefault(i, time.monotonic())
-                    if time.monotonic() - first > max(10.0, 3 * opts.poll_s):
+                    if time.monotonic() - first > max(30.0, 3 * opts.poll_s):
                         why = "left the queue without a result (cancelled, preempted without requeue, or killed)"
                         state[i], failures[i] = "failed", (spec.label, why, log)
             counts = {k: sum(v == k for v in state.values()) for k in ("done", "running", "failed", "pending")}

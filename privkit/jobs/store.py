@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any, Literal
 
 import torch
 
-from .._files import atomic_write
+from .._files import atomic_write, git_commit
 from ..errors import InvalidArgumentError, PrivkitError
 from .spec import JobSpec, code_fingerprint
 
@@ -49,15 +48,6 @@ class JobResult:
 
     data: dict[str, Any] = field(default_factory=dict)
     tensors: dict[str, torch.Tensor] = field(default_factory=dict)
-
-
-def _git_commit() -> str | None:
-    root = Path(__file__).resolve().parent.parent.parent
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
 
 
 def _key(spec: JobSpec | str) -> str:
@@ -144,7 +134,7 @@ class ResultStore:
         self._mkdir(entry.parent)
         self._mkdir(entry)
         self._write_json(entry / "spec.json", {**spec.to_dict(), "key": spec.key(), "code": code_fingerprint(),
-                                               "privkit_commit": _git_commit()})
+                                               "privkit_commit": git_commit()})
         self._write_json(entry / "result.json", result.data)
         tensors, storages = {}, set()
         for k, v in result.tensors.items():  # safetensors refuses tensors that share memory (a set's labels reused

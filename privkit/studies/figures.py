@@ -11,7 +11,6 @@ import datetime as _dt
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from privkit._files import git_commit
 from privkit._validate import check_int
 from privkit.errors import InvalidArgumentError
 
@@ -168,19 +168,6 @@ class SectionTimer:
         return time.perf_counter() - self._t0
 
 
-def _git_commit() -> str | None:
-    try:
-        root = Path(__file__).resolve().parent.parent
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
-        if out.returncode != 0:
-            return None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-        return out.stdout.strip() + ("-dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
 _VERSIONED = ("privkit", "torch", "torchvision", "numpy", "scipy", "pandas", "matplotlib", "seaborn",
               "scikit-learn", "scikit-image", "opacus", "dlib-bin", "onnxruntime", "papermill")
 
@@ -195,7 +182,7 @@ def write_run_manifest(out_dir: str | os.PathLike, *, paper: str, parameters: Ma
         except metadata.PackageNotFoundError:
             versions[pkg] = None
     manifest = {
-        "paper": paper, "device": str(device), "git_commit": _git_commit(), "python": sys.version.split()[0],
+        "paper": paper, "device": str(device), "git_commit": git_commit(), "python": sys.version.split()[0],
         "parameters": {k: (v if isinstance(v, (int, float, str, bool, type(None))) else str(v))
                        for k, v in parameters.items()},
         "platform": platform.platform(), "versions": versions,

@@ -33,7 +33,7 @@ import torch
 from privkit._validate import check_choice, check_int
 from privkit.errors import InvalidArgumentError, MissingResourceError, PrivkitError
 
-__all__ = ["RunPlan", "check_paper_inputs", "plan_paper_run"]
+__all__ = ["RunPlan", "check_paper_inputs", "plan_paper_run", "run_steps", "run_seconds"]
 
 PAPERS_WITH_PAPER_DATA = ("isp", "dppose", "scoreshield", "synthesisnet")
 
@@ -228,7 +228,7 @@ def _planned_counts(paper: str, cfg: Any, root: Path) -> tuple[dict[str, int], i
 
         n = _mpii_training_records(cfg, root)
         runs = design_runs(cfg)
-        steps = sum(_run_steps(cfg, r.method, n) for r in runs)
+        steps = sum(run_steps(cfg, r.method, n) for r in runs)
         return ({"private records": n, "public images": cfg.n_public, "runs": len(runs),
                  "training steps of all runs": steps, "epochs": cfg.epochs, "seeds": cfg.seeds},
                 n + cfg.n_public, cfg.image_size)
@@ -308,10 +308,17 @@ def _mpii_training_records(cfg: Any, root: Path) -> int:
     return min(len(_mpii_entries(_mpii(root))), 40_000)
 
 
-def _run_steps(cfg: Any, method: str, n: int) -> int:
-    """Optimiser steps of one run (the trainer's rule: epochs × round(n / batch size))."""
+def run_steps(cfg: Any, method: str, n: int) -> int:
+    """Optimiser steps of one DP pose run of ``n`` private records (the trainer's rule: epochs × round(n / batch))."""
     epochs = cfg.nonprivate_epochs if method == "nonprivate" and cfg.nonprivate_epochs else cfg.epochs
     return int(epochs) * max(1, round(n / min(cfg.batch_size, n)))
+
+
+def run_seconds(cfg: Any, method: str, n: int, *, step_s: float, refresh_s: float = 0.0) -> float:
+    """Estimated seconds of one DP pose run: its steps × the probed seconds per step, plus one subspace refresh
+    every ``cfg.refresh`` steps (what the training probe sums, and ``python -m privkit plan`` prints per job)."""
+    steps = run_steps(cfg, method, n)
+    return steps * step_s + math.ceil(steps / cfg.refresh) * refresh_s
 
 
 def _random_poses(n: int, size: int, *, first_identity: int, seed: int) -> Any:
@@ -349,11 +356,8 @@ def _probe_dppose(cfg: Any, n_private: int, device: torch.device) -> tuple[dict[
         measured[f"{method} s/step"] = per_method[method]["step"]
         if per_method[method]["refresh"]:
             measured[f"{method} s/refresh"] = per_method[method]["refresh"]
-    total = 0.0
-    for r in runs:
-        steps = _run_steps(cfg, r.method, n_private)
-        t = per_method[r.method]
-        total += steps * t["step"] + math.ceil(steps / cfg.refresh) * t["refresh"]
+    total = sum(run_seconds(cfg, r.method, n_private, step_s=per_method[r.method]["step"],
+                            refresh_s=per_method[r.method]["refresh"]) for r in runs)
     n_pub = max(1, round(cfg.n_public / min(cfg.batch_size, cfg.n_public)))
     total += cfg.pretrain_epochs * n_pub * per_method["nonprivate"]["step"]
     return measured, total

@@ -72,12 +72,14 @@ def design_data_spec(cfg: Any, *, part: str, scale: str, seed: int, data_root: s
 
 
 def run_job_spec(run: RunSpec, *, data_key: str, settings: DesignSettings, model: ModelSpec, n_show: int,
-                 keep_model: bool, device: str) -> JobSpec:
-    """The ``dppose.train`` job of one run (its purposes are not part of the key: one training serves them all)."""
+                 keep_model: bool) -> JobSpec:
+    """The ``dppose.train`` job of one run (its purposes are not part of the key: one training serves them all; nor
+    is the device, which is the executor's: a result trained on a GPU serves a CPU re-run like a result trained on
+    another CPU, which drifts like a seed)."""
     params = {"run": {"method": run.method, "init": run.init, "epsilon": run.epsilon, "clip": run.clip, "k": run.k,
                       "seed": run.seed, "view": run.view},
               "settings": dataclasses.asdict(settings), "model": dataclasses.asdict(model), "n_show": int(n_show),
-              "keep_model": bool(keep_model), "device": device}
+              "keep_model": bool(keep_model)}
     return JobSpec(kind="dppose.train", params=params, inputs={"data": data_key}, label=f"dppose {run.label}")
 
 
@@ -139,7 +141,7 @@ def train_job(params: Mapping[str, Any], ctx: JobContext) -> JobResult:
     model = ModelSpec(**params["model"])
     data = decode_design_data(ctx.store.load(ctx.spec.inputs["data"]), model.build)
     settings = DesignSettings(**params["settings"])
-    out = train_run(_run_of(params), data, settings, n_show=params["n_show"], device=params["device"],
+    out = train_run(_run_of(params), data, settings, n_show=params["n_show"], device=ctx.device,
                     keep_model=params["keep_model"], checkpoint=ctx.checkpoint_dir)
     return _encode_outcome(out)
 
@@ -158,7 +160,7 @@ def train_runs(runs: Sequence[RunSpec], data: DesignData, settings: DesignSettin
         model: what ``data.make_model`` builds (:class:`ModelSpec`), for the workers that rebuild it.
         store: the result store.
         executor: who runs the missing jobs (default: a :class:`~privkit.jobs.LocalExecutor`).
-        device: the device the jobs train on (``"auto"``, ``"cpu"``, ``"cuda"``; resolved where each job runs).
+        device: where the returned models are put (the jobs train on the executor's device).
 
     Returns:
         One :class:`RunOutcome` per run, in order, with its ``purposes``.
@@ -173,7 +175,7 @@ def train_runs(runs: Sequence[RunSpec], data: DesignData, settings: DesignSettin
             store.save(data_spec, encoded)
     keep = keep_model or (lambda r: False)
     specs = [run_job_spec(r, data_key=data_spec.key(), settings=settings, model=model, n_show=n_show,
-                          keep_model=keep(r), device=str(device)) for r in runs]
+                          keep_model=keep(r)) for r in runs]
     results = executor.run(specs, store, progress=progress)
     outcomes = []
     for run, result in zip(runs, results):
@@ -206,8 +208,7 @@ def ablation_runs(cfg: Any, seed: int) -> list[RunSpec]:
             *[RunSpec("dpsgd", "warm", e, cfg.clips[0], None, seed, ("ablation",)) for e in eps]]
 
 
-def planned_jobs(cfg: Any, *, scale: str, seed: int, data_root: str | None,
-                 device: str = "auto") -> list[tuple[str, RunSpec, JobSpec]]:
+def planned_jobs(cfg: Any, *, scale: str, seed: int, data_root: str | None) -> list[tuple[str, RunSpec, JobSpec]]:
     """``(part, run, job spec)`` of every training job the notebook asks for (the main design, then the ablation),
     keyed exactly as the notebook keys them: what ``python -m privkit plan`` lists."""
     from .experiments import design_runs
@@ -222,5 +223,5 @@ def planned_jobs(cfg: Any, *, scale: str, seed: int, data_root: str | None,
     for part, runs, model, keep in parts:
         key = design_data_spec(cfg, part=part, scale=scale, seed=seed, data_root=data_root).key()
         out += [(part, r, run_job_spec(r, data_key=key, settings=settings, model=model, n_show=cfg.n_show,
-                                       keep_model=keep(r), device=str(device))) for r in runs]
+                                       keep_model=keep(r))) for r in runs]
     return out

@@ -18,12 +18,13 @@ from typing import Any
 
 import torch
 
+from privkit._validate import check_choice
 from privkit.data.types import FaceSet
 from privkit.jobs import Executor, JobContext, JobResult, JobSpec, LocalExecutor, ResultStore, folder_fingerprint
 from privkit.jobs.codec import decode_dataclass, encode_dataclass
 from privkit.synthesisnet import SynthesisNet, SynthesisNetConfig
 
-__all__ = ["faces_spec", "train_spec", "train_job", "train_nets"]
+__all__ = ["faces_spec", "train_spec", "planned_specs", "train_job", "train_nets"]
 
 VARIANTS = ("method", "no_auxiliary_classifier")
 
@@ -37,12 +38,25 @@ def faces_spec(cfg: Any, *, scale: str, seed: int, data_root: str | None) -> Job
 
 
 def train_spec(variant: str, *, net_config: SynthesisNetConfig, faces_key: str, epochs_ae: int, epochs_gan: int,
-               batch_size: int, seed: int, device: str, autoencoder_key: str | None = None) -> JobSpec:
+               batch_size: int, seed: int, autoencoder_key: str | None = None) -> JobSpec:
     """The ``synthesisnet.train`` job of one variant (``autoencoder_key``: the job whose autoencoder it reuses)."""
+    check_choice("variant", variant, VARIANTS)
     inputs = {"faces": faces_key, **({"autoencoder": autoencoder_key} if autoencoder_key else {})}
     params = {"variant": variant, "net_config": net_config.to_dict(), "epochs_ae": int(epochs_ae),
-              "epochs_gan": int(epochs_gan), "batch_size": int(batch_size), "seed": int(seed), "device": device}
+              "epochs_gan": int(epochs_gan), "batch_size": int(batch_size), "seed": int(seed)}
     return JobSpec(kind="synthesisnet.train", params=params, inputs=inputs, label=f"synthesisnet {variant}")
+
+
+def planned_specs(cfg: Any, *, net_config: SynthesisNetConfig, scale: str, seed: int,
+                  data_root: str | None) -> tuple[JobSpec, JobSpec, JobSpec]:
+    """The training faces' spec and the two training jobs the notebook asks for (method, then ablation), keyed as
+    :func:`train_nets` keys them (what ``python -m privkit plan`` lists)."""
+    fspec = faces_spec(cfg, scale=scale, seed=seed, data_root=data_root)
+    common = {"net_config": net_config, "faces_key": fspec.key(), "batch_size": cfg.batch_size, "seed": seed}
+    method = train_spec("method", epochs_ae=cfg.epochs_ae, epochs_gan=cfg.epochs_gan, **common)
+    ablation = train_spec("no_auxiliary_classifier", epochs_ae=0, epochs_gan=cfg.epochs_gan,
+                          autoencoder_key=method.key(), **common)
+    return fspec, method, ablation
 
 
 def _encode_net(net: SynthesisNet) -> JobResult:
@@ -73,11 +87,11 @@ def train_job(params: Mapping[str, Any], ctx: JobContext) -> JobResult:
     config = SynthesisNetConfig.from_dict(params["net_config"])
     base = None
     if "autoencoder" in ctx.spec.inputs:
-        base = _decode_net(ctx.store.load(ctx.spec.inputs["autoencoder"]), params["device"])
+        base = _decode_net(ctx.store.load(ctx.spec.inputs["autoencoder"]), ctx.device)
     overrides = {} if params["variant"] == "method" else {"auxiliary_classifier": False}
     net = SynthesisNet(config, **overrides).fit(
         faces, epochs_ae=params["epochs_ae"], epochs_gan=params["epochs_gan"], batch_size=params["batch_size"],
-        seed=params["seed"], device=params["device"], autoencoder_from=base)
+        seed=params["seed"], device=ctx.device, autoencoder_from=base)
     return _encode_net(net)
 
 
@@ -89,16 +103,11 @@ def train_nets(train: FaceSet, *, cfg: Any, net_config: SynthesisNetConfig, scal
     The ablation shares the method's trained autoencoder and trains its own GAN (same schedule, same seed).
     """
     executor = executor or LocalExecutor()
-    fspec = faces_spec(cfg, scale=scale, seed=seed, data_root=data_root)
+    fspec, method, ablation = planned_specs(cfg, net_config=net_config, scale=scale, seed=seed, data_root=data_root)
     if store.status(fspec) != "done":
         tensors: dict[str, torch.Tensor] = {}
         encoded = JobResult(data={"faces": encode_dataclass("faces", train, tensors)}, tensors=tensors)
         (store.keep if isinstance(executor, LocalExecutor) else store.save)(fspec, encoded)
-    common = {"net_config": net_config, "faces_key": fspec.key(), "batch_size": cfg.batch_size, "seed": seed,
-              "device": str(device)}
-    method = train_spec("method", epochs_ae=cfg.epochs_ae, epochs_gan=cfg.epochs_gan, **common)
-    ablation = train_spec("no_auxiliary_classifier", epochs_ae=0, epochs_gan=cfg.epochs_gan,
-                          autoencoder_key=method.key(), **common)
     nets = []
     for spec in (method, ablation):  # two stages: the ablation reads the method's autoencoder
         (result,) = executor.run([spec], store, progress=progress)
