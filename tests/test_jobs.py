@@ -192,3 +192,18 @@ def test_squeue_that_does_not_answer_tells_nothing(monkeypatch):
     assert executors._squeue_states(["17_0", "17_1", "18"]) == {"17_0": "RUNNING", "17_1": "PENDING", "18": "PENDING"}
     fake.rc, fake.out = 1, ""  # "slurm_load_jobs error: Socket timed out": not "every task left the queue"
     assert executors._squeue_states(["17_0"]) is None
+
+
+def test_reproduce_refuses_bad_executor_input_before_running(tmp_path, capsys, monkeypatch):
+    from privkit.reproduce import main
+
+    assert main(["reproduce", "--executor", "bogus", "--out", str(tmp_path)]) == 2
+    assert "executor='bogus' is not known" in capsys.readouterr().err
+    if __import__("shutil").which("sbatch"):
+        assert main(["reproduce", "--executor", "slurm", "--slurm-config", str(tmp_path / "no.toml"),
+                     "--out", str(tmp_path)]) == 2
+        assert "cannot be read" in capsys.readouterr().err
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert main(["reproduce", "--executor", "slurm", "--out", str(tmp_path)]) == 2
+    assert "sbatch" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # nothing ran, nothing was written
