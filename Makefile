@@ -46,7 +46,8 @@ figures: $(STAMP)
 ## to SSE4.2, two threads), so a test that holds only by one machine's rounding fails anywhere; then the course check
 ## (every assignment built; solutions full marks, blanks none, each wrong answer loses its question); then every notebook at
 ## smoke scale through nbval, then checks of the files they wrote; then the paper path: a miniature data root in the
-## real on-disk formats (python -m privkit rehearsal-root) and every notebook at the rehearsal scale on it; then every
+## real on-disk formats (python -m privkit rehearsal-root) and every notebook at the rehearsal scale on it; then the
+## DP-pose and SynthesisNet rehearsal again through a single-node Slurm it starts (slurm-check); then every
 ## notebook opened in JupyterLab by a headless Chromium, run to its interactive section (screenshots in build/browser).
 test: $(STAMP)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) tests
@@ -66,13 +67,13 @@ test: $(STAMP)
 	PRIVKIT_CACHE_DIR=$(CURDIR)/build/rehearsal-root/.privkit-cache PRIVKIT_STATIC_WIDGETS=1 \
 	  $(PY) -m pytest -q -p no:cacheprovider --nbval-lax --nbval-cell-timeout=900 build/rehearsal/notebooks
 	PRIVKIT_SMOKE_OUT=build/rehearsal PRIVKIT_OUT_SCALE=rehearsal $(PY) -m pytest -q tests/test_notebook_outputs.py
+	$(MAKE) --no-print-directory slurm-check
 	$(MAKE) --no-print-directory browser-deps
 	$(PY) tests/browser/lab_check.py --out build/browser --student build/assignments-check/core/student
 
-## Not yet part of `make test` (its rehearsal run through Slurm did not pass before the session ended; see
-## docs/paper-scale-cluster.md). The slurm executor against a real single-node Slurm cluster on this machine (tools/slurm/cluster.sh installs
-## Debian's slurm-wlm and munge when missing and starts munged, slurmctld and slurmd; it fails, saying so, without
-## root): the rehearsal DP-pose and SynthesisNet notebooks again with --executor slurm (two CPUs a job, as the
+## Part of `make test`, after the rehearsal run it compares with: the slurm executor against a real single-node
+## Slurm cluster on this machine (tools/slurm/cluster.sh installs Debian's slurm-wlm and munge when missing and
+## starts munged, slurmctld and slurmd; it fails, saying so, without root): the rehearsal DP-pose and SynthesisNet notebooks again with --executor slurm (two CPUs a job, as the
 ## in-process run's two threads), then tests/slurm: those tables equal the in-process ones, a failing job is
 ## reported with its log while the others finish, and a cancelled job is the only one a re-run submits.
 slurm-check: $(STAMP)

@@ -15,7 +15,7 @@ job is the real ``dppose.train`` job the notebook submits, over design data stor
 ``benchmarks/results/executor_fanout.csv`` with the CPU's name. Needs a running cluster with SLURM_CONF set
 (``eval "$(bash tools/slurm/cluster.sh start | tail -n 1)"``).
 
-    python benchmarks/bench_executor.py [--jobs 4] [--epochs 40]
+    python benchmarks/bench_executor.py [--jobs 4] [--epochs 150]
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def timed(runs, cfg, model, data, store, executor) -> float:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--jobs", type=int, default=4)
-    p.add_argument("--epochs", type=int, default=40)
+    p.add_argument("--epochs", type=int, default=150)
     ns = p.parse_args()
     if not os.environ.get("SLURM_CONF"):
         print("SLURM_CONF is not set: start the cluster first (bash tools/slurm/cluster.sh start)", file=sys.stderr)
