@@ -11,7 +11,7 @@ import torch
 
 from ..errors import InvalidArgumentError
 
-__all__ = ["encode_dataclass", "decode_dataclass"]
+__all__ = ["encode_dataclass", "decode_dataclass", "encode_frame", "decode_frame"]
 
 
 def _plain(value: Any) -> Any:
@@ -65,3 +65,52 @@ def decode_dataclass(classes: Mapping[str, type], prefix: str, meta: Mapping[str
     args.update({f: tensors[f"{prefix}.{f}"] for f in meta["tensors"]})
     args.update({f: {k: tensors[f"{prefix}.{f}.{k}"] for k in keys} for f, keys in meta["tensor_dicts"].items()})
     return classes[meta["class"]](**args)
+
+
+def _as_tensor_column(dtype: Any) -> bool:
+    """Float, signed-integer, bool and uint8 columns travel as tensors (exact bits); the rest as JSON values."""
+    import numpy as np
+
+    return isinstance(dtype, np.dtype) and (dtype.kind in "fib" or dtype == np.uint8)
+
+
+def encode_frame(prefix: str, frame: Any, tensors: dict[str, torch.Tensor]) -> dict[str, Any]:
+    """Put a DataFrame's numeric columns into ``tensors`` (``prefix.c<i>``, exact bits) and return the JSON of the
+    rest: column names, dtypes, and the values of the other columns (strings, mixed objects) as lists.
+
+    Raises:
+        InvalidArgumentError: ``frame`` is not a DataFrame, or its index is not the default ``0..n-1`` (reset it).
+    """
+    import numpy as np
+    import pandas as pd
+
+    if not isinstance(frame, pd.DataFrame):
+        raise InvalidArgumentError(f"frame must be a pandas DataFrame, got {type(frame).__name__}")
+    if not frame.index.equals(pd.RangeIndex(len(frame))):
+        raise InvalidArgumentError(f"frame {prefix!r}: only the default index 0..n-1 is stored; reset_index() first")
+    meta: dict[str, Any] = {"columns": [], "n": len(frame)}
+    for i, name in enumerate(frame.columns):
+        col = frame.iloc[:, i]
+        entry: dict[str, Any] = {"name": _plain(name), "dtype": str(col.dtype)}
+        if _as_tensor_column(col.dtype):
+            tensors[f"{prefix}.c{i}"] = torch.from_numpy(np.ascontiguousarray(col.to_numpy()).copy())
+        else:
+            missing = col.dtype != object  # a typed column's NaN is its missing value (None in JSON)
+            entry["values"] = [None if missing and isinstance(v, float) and v != v else _plain(v) for v in col.tolist()]
+        meta["columns"].append(entry)
+    return meta
+
+
+def decode_frame(prefix: str, meta: Mapping[str, Any], tensors: Mapping[str, torch.Tensor]) -> Any:
+    """The DataFrame :func:`encode_frame` described (same columns, dtypes and values)."""
+    import pandas as pd
+
+    cols = {}
+    for i, entry in enumerate(meta["columns"]):
+        if "values" in entry:
+            cols[i] = pd.Series(entry["values"], dtype=object if entry["dtype"] == "object" else entry["dtype"])
+        else:
+            cols[i] = pd.Series(tensors[f"{prefix}.c{i}"].numpy())
+    frame = pd.DataFrame(cols, index=pd.RangeIndex(meta["n"]))
+    frame.columns = [e["name"] for e in meta["columns"]]
+    return frame
