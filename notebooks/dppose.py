@@ -564,8 +564,9 @@ with timer("fig7"):
     diag = X.projection_diagnostics(diag_models, private_set=private, public_set=public, ks=ks, clip=c_main,
                                     noise_multiplier=sigma_ref, batch_size=cfg.batch_size, n_private=256,
                                     n_public=m_pub)
-    controls = T.noise_controls(df, pre.model, X.DesignData(private, test, make_model, public_set=public), settings,
-                                epsilon=eps_max, clip=c_main, k=cfg.k, seed=seed, device=dev)
+    no_noise = J.run_controls(cfg, seed=seed, store=store, executor=jobs, data_key=J.design_data_spec(
+        cfg, part="main", scale=scale, seed=seed, data_root=data_root).key())  # two jobs on the main design's data
+    controls = T.noise_controls(df, no_noise, epsilon=eps_max, clip=c_main, k=cfg.k)
     fig = P.plot_projection_diagnostics(diag, controls, sigma=sigma_ref, clip=c_main, batch_size=cfg.batch_size,
                                         epsilon=eps_max)
     save_figure(fig, out_dir, "fig7_projection_diagnostics", pd.concat([diag, controls], ignore_index=True))

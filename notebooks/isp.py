@@ -55,6 +55,9 @@ seed = 0
 data_root = None
 device = "auto"
 out_dir = "figures/isp"
+executor = "local"
+executor_options = None
+store_dir = None
 
 # %%
 import matplotlib.pyplot as plt
@@ -70,13 +73,13 @@ from privkit.data.paper.celeba import load_celeba
 from privkit.data.paper.identity_folders import IdentitySelection
 from privkit.data.paper.vggface2 import load_vggface2
 from privkit.data.splits import identity_splits
-from privkit.isp import VerificationPairs
 from privkit.isp.inversion import describe_inversion_evidence
-from privkit.metrics import smallest_resolvable_far
 from privkit.studies import claims as C
 from privkit.studies.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
 from privkit.studies.isp import claims as IC
+from privkit.jobs import make_executor, store_for
 from privkit.studies.isp import experiments as X
+from privkit.studies.isp import jobs as J
 from privkit.studies.isp import plots as P
 from privkit.studies.isp import tables as T
 
@@ -86,7 +89,7 @@ torch.set_num_threads(1)  # small matrices: on shared cores, OpenMP threads cost
 set_theme()
 timer = SectionTimer()
 pd.set_option("display.width", 180, "display.max_columns", 30, "display.precision", 4)
-print(f"scale={scale} seed={seed} device={dev}")
+print(f"scale={scale} seed={seed} device={dev} executor={executor}")
 print(cfg)
 
 # %% [markdown]
@@ -139,10 +142,8 @@ with timer("embeddings"):
 # (the realised FAR column): "near chance" below means "TAR within its interval of the FAR".
 
 # %%
-n_imp = {k: VerificationPairs.create(faces.identity[masks[k]]).n_impostor_pairs for k in ("val", "test")}
-floor = max(smallest_resolvable_far(n) for n in n_imp.values())
-resolvable = [f for f in cfg.fars if f >= floor * (1 - 1e-12)]
-far_lo = min(resolvable)
+fars = T.resolvable_fars(cfg, faces.identity, masks)
+n_imp, floor, resolvable, far_lo = fars.impostor_pairs, fars.floor, fars.resolvable, fars.lowest
 k_max = max(cfg.ks)
 print(f"validation/test impostor pairs: {n_imp['val']} / {n_imp['test']} -> smallest resolvable FAR {floor:.2e}")
 print(f"reported FARs: {list(cfg.fars)}; resolvable: {resolvable}; the lowest, {far_lo:g}, is used below "
@@ -163,6 +164,14 @@ with timer("leakage"):
     r_max_w = min(max(cfg.ranks), len(parts["train"]) - 1)
     study = T.leakage_study(cfg, labels, splits, emb_other, other.identity, seed=seed)
     fits, projectors, leak, cells = study.fits, study.projectors, study.leak, study.cells
+    # attribution, rank sweep and inversion are jobs, run by `executor` unless already in the store; what they share
+    # (the faces, the splits, the embeddings, the fits) is stored once
+    store, jobs = store_for(out_dir, store_dir), make_executor(executor, device=device, **(executor_options or {}))
+    J.share_encoders(encoders, device=dev, data_root=data_root)
+    J.save_study(J.study_spec(cfg, scale=scale, seed=seed, data_root=data_root, encoders=encoders),
+                 J.StudyData(faces, masks, emb, fits), store, jobs)
+    job_args = {"store": store, "scale": scale, "executor": jobs, "seed": seed, "data_root": data_root,
+                "progress": scale not in SMALL_SCALES}
     bad = leak[(leak.far < floor * (1 - 1e-12)) & leak.tar.notna()]
     print(f"rows with a TAR below the resolvable FAR: {len(bad)} (must be 0)")
 
@@ -224,8 +233,7 @@ with timer("leakage"):
 
 # %%
 with timer("attribution"):
-    pool = faces.subset(masks["val"] | masks["test"])
-    attr, attr_notes = T.attribution_study(cfg, encoders, pool, seed=seed)
+    attr, attr_notes = J.attribution_study(cfg, encoders, **job_args)
     for line in attr_notes:
         print(line)
     table3, fii_df, cpi_df, bst_df = attr["table3"], attr["fii"], attr["cpi"], attr["bstar"]
@@ -264,8 +272,7 @@ with timer("attribution"):
 
 # %%
 with timer("rank_sweep"):
-    rs = T.rank_sweep(cfg, labels, faces=faces, masks=masks, emb=emb, splits=splits, encoders=encoders, fits=fits,
-                      projectors=projectors, k_max=k_max, far=far_lo, seed=seed)
+    rs = J.rank_sweep(cfg, encoders, **job_args)
     for line in rs.notes:
         print(line)
     sweep, util, imnet = rs.sweep, rs.util, rs.imnet
@@ -372,8 +379,7 @@ with timer("inversion"):
     if not judge_labs:
         print("no biometric reference encoder available: inversion skipped")
     else:
-        inversion = T.run_inversion(cfg, faces=faces, masks=masks, emb=emb, splits=splits, encoders=encoders,
-                                    projectors=projectors, judge_labs=judge_labs, contrast_lab=contrast_lab, seed=seed)
+        inversion = J.run_inversion(cfg, encoders, faces=faces, masks=masks, **job_args)
         for line in inversion.skipped:
             print(line)
         inv, recs, tgt, aux = inversion.table, inversion.recs, inversion.tgt, inversion.aux

@@ -5,9 +5,10 @@ At the paper and rehearsal scales the paper's inputs are checked first (:func:`~
 one error listing everything missing, before anything runs) and the existing timing probes
 (:func:`~privkit.studies.guards.plan_paper_run`) time the preset's training steps and encoders on the device the plan
 runs on; each DP pose job's estimate is its steps times its method's seconds per step (plus its subspace refreshes),
-each SynthesisNet job's its images over the probed throughput. Run it on a GPU node to get GPU-hours; on a CPU it
-says CPU-hours. ISP and ScoreShield are not split into jobs yet: their embedding and studies run in the notebook's
-kernel, and the plan gives the probe's estimate of their embedding time.
+each SynthesisNet job's its images over the probed throughput, each ISP job's its encoder forward passes
+(:func:`isp_forward_passes`) times the probed seconds per image. Run it on a GPU node to get GPU-hours; on a CPU it
+says CPU-hours. The ISP embeddings and leakage study, and all of ScoreShield, run in the notebook's kernel; the plan
+adds the probe's estimate of their embedding time.
 """
 
 from __future__ import annotations
@@ -19,9 +20,8 @@ from typing import Any
 from .config import PAPER_DATA_SCALES, PAPERS
 from .jobs import ResultStore
 
-__all__ = ["PaperPlan", "plan_papers", "plan_text"]
+__all__ = ["PaperPlan", "plan_papers", "plan_text", "isp_forward_passes"]
 
-JOB_PAPERS = ("dppose", "synthesisnet")
 
 
 @dataclass
@@ -70,6 +70,12 @@ def _dppose(cfg: Any, plan: Any, *, scale: str, seed: int, data_root: str | None
         est = (run_seconds(cfg, run.method, n, step_s=step_s, refresh_s=probe.get(f"{run.method} s/refresh", 0.0))
                if step_s is not None and n else None)
         rows.append((f"[{part}] {run.label}", store.status(spec), est))
+    for spec in J.planned_controls(cfg, scale=scale, seed=seed, data_root=data_root):  # the no-noise controls
+        m = spec.params["method"]
+        step_s = probe.get(f"{m} s/step")
+        est = (run_seconds(cfg, m, n, step_s=step_s, refresh_s=probe.get(f"{m} s/refresh", 0.0))
+               if step_s is not None and n else None)
+        rows.append((f"[controls] {spec.label}", store.status(spec), est))
     return rows
 
 
@@ -85,6 +91,58 @@ def _synthesisnet(cfg: Any, plan: Any, *, scale: str, seed: int, data_root: str 
     est_m = n_train * (cfg.epochs_ae / ae + cfg.epochs_gan / gan) if ae and gan else None
     est_a = n_train * cfg.epochs_gan / gan if gan else None
     return [(method.label, store.status(method), est_m), (ablation.label, store.status(ablation), est_a)]
+
+
+def _isp_encoders(cfg: Any, *, device: str, data_root: str | None) -> dict[str, Any]:
+    """The preset's encoders that are available here, loaded (their weights key the ISP jobs)."""
+    from .encoders import list_encoders, load_encoder
+
+    available = {e.name for e in list_encoders(data_root=data_root) if e.available}
+    names = dict.fromkeys(e.split(":")[0] for e in cfg.encoders)
+    return {n: load_encoder(n, device=device, data_root=data_root) for n in names if n in available}
+
+
+def isp_forward_passes(cfg: Any, kind: str, label: str, *, module: str | None = None,
+                       judges: Sequence[str] = ()) -> dict[str, float]:
+    """Approximate encoder forward passes of one ISP job, by encoder name (what the plan multiplies by the probed
+    seconds per image): attribution -- the FII images with their face and context perturbations, the CPI pool and
+    queries at every blur, the B* composites; rank sweep -- the copy-detection copies (and, for EfficientNet-Lite0,
+    the ImageNet views); inversion -- the latent search (forward and backward, counted as three passes, per target
+    and step) and each judge's embedding of every reconstruction and real crop. The probes' ridge, MLP and decoder
+    fits are not counted (they are small next to the encoders at the paper scale)."""
+    name = label.split(" ")[0]
+    n_pool = (cfg.split_counts[1] + cfg.split_counts[2]) * cfg.images_per_identity
+    if kind == "isp.attribution":
+        betas = len(cfg.bstar_betas) if cfg.bstar_betas else 11
+        return {name: cfg.fii_images * (2 + cfg.fii_regions) + (n_pool + cfg.cpi_queries) * len(cfg.cpi_sigmas)
+                + cfg.bstar_pairs * betas}
+    if kind == "isp.rank_sweep":
+        views = cfg.imagenet_views * 10 if name == "efficientnet-lite0" else 0  # about ten scikit-image photos
+        return {name: (cfg.copy_references if "[image]" in label else 0) + views}
+    if kind == "isp.inversion":
+        t = cfg.inversion_targets
+        out = {module: 3.0 * t * cfg.inversion_steps} if module and "optimisation" in cfg.inversion_attacks else {}
+        for j in judges:
+            j = j.split(" ")[0]
+            out[j] = out.get(j, 0.0) + t * (1 + 2 * len(cfg.inversion_attacks))
+        return out
+    return {}
+
+
+def _isp(cfg: Any, plan: Any, encoders: dict[str, Any], *, scale: str, seed: int, data_root: str | None,
+         store: ResultStore) -> list[tuple[str, str, float | None]]:
+    from .studies.isp import jobs as J
+
+    probe = plan.probe if plan is not None else {}
+    rows = []
+    specs = J.planned_specs(cfg, encoders, scale=scale, seed=seed, data_root=data_root)
+    for spec in specs["attribution"] + specs["rank_sweep"] + specs["inversion"]:
+        p = spec.params
+        passes = isp_forward_passes(cfg, spec.kind, p["label"], module=p.get("module"), judges=p.get("judges", ()))
+        per = [probe.get(f"embed {n}") for n in passes]
+        est = sum(k * s for k, s in zip(passes.values(), per)) if probe and all(s is not None for s in per) else None
+        rows.append((spec.label, store.status(spec), est))
+    return rows
 
 
 def plan_papers(papers: Sequence[str], *, scale: str, seed: int = 0, data_root: str | None = None,
@@ -109,9 +167,10 @@ def plan_papers(papers: Sequence[str], *, scale: str, seed: int = 0, data_root: 
         cfg = cfgs[p]
         rp = None
         out = PaperPlan(paper=p, device=dev)
+        encoders = _isp_encoders(cfg, device=dev, data_root=data_root) if p == "isp" else None
         if scale in PAPER_DATA_SCALES:
             rp = plan_paper_run(p, cfg, data_root, device=device, probe_images=4 if probe else 0,
-                                probe_training=probe)
+                                probe_training=probe, encoders=encoders)
             out.probe_text, out.peak_bytes = rp.text(), rp.probe_peak_bytes
         else:
             out.notes.append(f"scale {scale}: no timing probe (it runs at the paper scales); jobs listed only")
@@ -119,6 +178,11 @@ def plan_papers(papers: Sequence[str], *, scale: str, seed: int = 0, data_root: 
             out.jobs = _dppose(cfg, rp, scale=scale, seed=seed, data_root=data_root, store=store)
         elif p == "synthesisnet":
             out.jobs = _synthesisnet(cfg, rp, scale=scale, seed=seed, data_root=data_root, store=store)
+        elif p == "isp":
+            out.jobs = _isp(cfg, rp, encoders, scale=scale, seed=seed, data_root=data_root, store=store)
+            out.kernel_seconds = rp.estimate_seconds if rp is not None and rp.probe else None
+            out.notes.append("the embeddings and the leakage study run in the notebook's kernel (the estimate adds "
+                             "the probe's embedding time); each job's estimate counts its encoder forward passes")
         else:
             out.kernel_seconds = rp.estimate_seconds if rp is not None and rp.probe else None
             out.notes.append("not split into jobs yet: its embeddings and studies run in the notebook's kernel "

@@ -71,8 +71,8 @@ def _to_notebook(src: Path, dst: Path) -> Path:
     return dst
 
 
-#: The papers whose notebooks run their training as jobs (they take the ``executor`` parameters).
-JOB_PAPERS: tuple[str, ...] = ("dppose", "synthesisnet")
+#: The papers whose notebooks run their expensive units as jobs (they take the ``executor`` parameters).
+JOB_PAPERS: tuple[str, ...] = ("isp", "dppose", "synthesisnet")
 
 
 def _parameters(scale: str, seed: int, data_root: str | None, device: str, out_dir: Path, paper: str = "",
@@ -403,7 +403,9 @@ _SLURM_FLAGS = {
     "cpus_per_job": ("--cpus-per-job", int, "CPUs per job (default 1)"),
     "mem_gb": ("--mem-gb", float, "memory per job in GB"),
     "time_min": ("--time-min", int, "time limit per job in minutes (default 60)"),
-    "array_parallelism": ("--array-parallelism", int, "at most this many jobs at once (default 64)"),
+    "array_parallelism": ("--array-parallelism", int, "at most this many tasks at once (default 64)"),
+    "jobs_per_task": ("--jobs-per-task", int, "jobs one Slurm task runs one after another, paying the worker's "
+                      "start-up once (default 1)"),
 }
 
 
@@ -425,10 +427,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_rep.add_argument("--paper", nargs="+", default=None, help=f"any of {', '.join(PAPERS)} (default: all)")
     common(p_rep, "default", "figures", "auto")
     p_rep.add_argument("--executor", default="local",
-                       help="who runs the training jobs: local (in the notebook's kernel, default) or slurm "
+                       help="who runs the jobs: local (in the notebook's kernel, default) or slurm "
                             "(a job array through submitit)")
     p_rep.add_argument("--slurm-config", default=None, help="TOML file of Slurm options (partition, account, qos, "
-                       "gpus_per_job, cpus_per_job, mem_gb, time_min, array_parallelism, ...)")
+                       "gpus_per_job, cpus_per_job, mem_gb, time_min, array_parallelism, jobs_per_task, ...)")
     for flag, kind, text in _SLURM_FLAGS.values():
         p_rep.add_argument(flag, type=kind, default=None, help=text)
     p_rep.set_defaults(func=_cmd_reproduce)

@@ -133,7 +133,7 @@ def test_probe_seconds_times_steps_and_refreshes():
 
 
 def test_plan_lists_every_job_with_status_and_estimate(root, tmp_path):
-    """python -m privkit plan: at the rehearsal scale every DP pose and SynthesisNet job is listed with its store
+    """python -m privkit plan: at the rehearsal scale every DP pose, SynthesisNet and ISP job is listed with its store
     status and a probed estimate; a stored job shows as done and leaves the estimate of what is still to run."""
     from privkit.jobs import JobResult, ResultStore
     from privkit.plan import plan_papers, plan_text
@@ -146,11 +146,18 @@ def test_plan_lists_every_job_with_status_and_estimate(root, tmp_path):
     plans = plan_papers(["dppose", "synthesisnet", "isp"], scale="rehearsal", data_root=str(root), device="cpu",
                         store=store)
     dp, sn, isp = plans
-    assert len(dp.jobs) == len(planned) and dp.counts() == {"done": 1, "failed": 0, "missing": len(planned) - 1}
+    n_dp = len(planned) + 2  # the training runs and the two no-noise controls
+    assert len(dp.jobs) == n_dp and dp.counts() == {"done": 1, "failed": 0, "missing": n_dp - 1}
+    assert [label for label, _, _ in dp.jobs[-2:]] == ["[controls] dppose dpsgd no-noise control",
+                                                        "[controls] dppose projected no-noise control"]
     assert all(est is not None and est > 0 for _, _, est in dp.jobs)
     assert dp.remaining_seconds() == pytest.approx(sum(est for _, s, est in dp.jobs if s != "done"))
     assert [label for label, _, _ in sn.jobs] == ["synthesisnet method", "synthesisnet no_auxiliary_classifier"]
-    assert sn.remaining_seconds() > 0 and not isp.jobs and isp.notes
+    assert sn.remaining_seconds() > 0
+    assert {label.split(" ")[1] for label, _, _ in isp.jobs} == {"attribution", "rank", "inversion"}
+    assert all(s == "missing" and est is not None and est >= 0 for _, s, est in isp.jobs)
+    assert all(est > 0 for label, _, est in isp.jobs if "rank sweep" not in label)  # a [box] sweep embeds no copies
+    assert isp.remaining_seconds() > isp.kernel_seconds > 0
     text = plan_text(plans)
     assert "CPU-hours" in text and planned[0][1].label in text and "1 done" in text
 

@@ -11,7 +11,9 @@ import torch
 
 from privkit.errors import InsufficientDataError, InvalidArgumentError, ShapeError
 from privkit.studies.isp import claims as IC
+from privkit.config import load as load_config
 from privkit.studies.isp import experiments as X
+from privkit.studies.isp import jobs as J
 from privkit.studies.isp import tables as T
 
 
@@ -251,6 +253,8 @@ def test_study_functions_check_their_arguments():
     with pytest.raises(InvalidArgumentError):
         T.paired_leakage(_verification_rows(), {}, ["fr [box]"], k_max=4, far=0.1, n_boot=0)
     with pytest.raises(InsufficientDataError):
-        T.run_inversion(None, faces=None, masks={}, emb={}, splits={}, encoders={}, projectors={}, judge_labs=[],
-                        contrast_lab=None)
+        J.run_inversion(load_config("isp", "smoke"), {}, faces=None, masks={}, store=None, scale="smoke")
+    with pytest.raises(InsufficientDataError, match="none of the FARs"):
+        T.resolvable_fars(load_config("isp", "smoke"), torch.tensor([0, 0, 1, 1]),  # a handful of impostor pairs
+                          {"val": torch.tensor([True] * 4), "test": torch.tensor([True] * 4)})
     assert np.isfinite(T.leakage_wide(_verification_rows(), 0.1).select_dtypes("number").to_numpy()).all()

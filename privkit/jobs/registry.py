@@ -26,7 +26,11 @@ __all__ = ["JOB_KINDS", "JobContext", "job_function", "run_job", "CodeMismatchEr
 #: Registered job kinds -> ``"module:function"``.
 JOB_KINDS: dict[str, str] = {
     "dppose.train": "privkit.studies.dppose.jobs:train_job",
+    "dppose.noise_control": "privkit.studies.dppose.jobs:control_job",
     "synthesisnet.train": "privkit.studies.synthesisnet.jobs:train_job",
+    "isp.attribution": "privkit.studies.isp.jobs:attribution_job",
+    "isp.rank_sweep": "privkit.studies.isp.jobs:rank_sweep_job",
+    "isp.inversion": "privkit.studies.isp.jobs:inversion_job",
     "diagnostic.echo": "privkit.jobs.diagnostics:echo_job",
     "diagnostic.sleep": "privkit.jobs.diagnostics:sleep_job",
     "diagnostic.fail": "privkit.jobs.diagnostics:fail_job",

@@ -53,6 +53,29 @@ def test_failed_job_is_reported_with_its_log_and_the_others_finish(tmp_path):
     assert float(store.load(specs[2]).tensors["value"]) == 3.0
 
 
+def test_several_jobs_a_task_are_stored_and_reported_one_by_one(tmp_path):
+    """jobs_per_task=2: three jobs in two tasks; the failing one is reported alone, the job after it in its task
+    still runs, and a re-run submits only the failed job."""
+    import dataclasses
+
+    store = ResultStore(tmp_path / "store")
+    specs = [JobSpec("diagnostic.fail", {"message": "first of its task"}, label="broken"),
+             JobSpec("diagnostic.echo", {"value": 2}, label="two"),
+             JobSpec("diagnostic.echo", {"value": 3}, label="three")]
+    ex = SlurmExecutor(dataclasses.replace(FAST, jobs_per_task=2))
+    with pytest.raises(JobsFailedError) as err:
+        ex.run(specs, store, progress=False)
+    assert len(ex.jobs) == 2 and ex.task_of == [0, 0, 1]
+    (label, error, log), = err.value.failures
+    assert label == "broken" and "first of its task" in error and "first of its task" in Path(log).read_text()
+    assert [store.status(s) for s in specs] == ["failed", "done", "done"]
+    assert float(store.load(specs[1]).tensors["value"]) == 2.0
+    again = SlurmExecutor(dataclasses.replace(FAST, jobs_per_task=2))
+    with pytest.raises(JobsFailedError):
+        again.run(specs, store, progress=False)
+    assert len(again.jobs) == 1 and again.task_of == [0]  # only the failed job went back
+
+
 def test_scancel_of_one_running_job_then_rerun_completes_only_that_job(tmp_path):
     store = ResultStore(tmp_path / "store")
     specs = [JobSpec("diagnostic.count", {"n": 30, "seconds": 0.5}, label="long counter"),
@@ -91,7 +114,7 @@ def _run_catching(ex, specs, store):
 _TIMING = re.compile(r"(^|_)(cpu|wall|seconds|time)(_|$)|_s$|per_s")
 
 
-@pytest.mark.parametrize("paper", ["dppose", "synthesisnet"])
+@pytest.mark.parametrize("paper", ["isp", "dppose", "synthesisnet"])
 def test_rehearsal_study_through_slurm_equals_local(paper):
     """make test ran the rehearsal notebooks twice: in process (build/rehearsal) and with --executor slurm
     (build/rehearsal-slurm); every table and figure CSV is equal, timing columns aside."""

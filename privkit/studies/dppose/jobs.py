@@ -34,7 +34,8 @@ from privkit.privacy.guarantee import PrivacyGuarantee
 from .experiments import DesignData, DesignSettings, RunOutcome, RunSpec, train_run
 
 __all__ = ["ModelSpec", "design_data_spec", "run_job_spec", "train_runs", "train_job", "encode_design_data",
-           "decode_design_data", "design_settings", "keeps_model", "ablation_runs", "planned_jobs"]
+           "decode_design_data", "design_settings", "keeps_model", "ablation_runs", "planned_jobs", "control_spec",
+           "control_job", "control_specs", "run_controls", "planned_controls"]
 
 _SETS = ("private_set", "test_set", "public_set", "blurred_set")
 _SET_CLASSES = {"PoseSet": PoseSet, "CachedFeatures": CachedFeatures}
@@ -146,6 +147,43 @@ def train_job(params: Mapping[str, Any], ctx: JobContext) -> JobResult:
     return _encode_outcome(out)
 
 
+def control_spec(method: str, *, data_key: str, settings: DesignSettings, model: ModelSpec, clip: float, k: int,
+                 seed: int) -> JobSpec:
+    """The ``dppose.noise_control`` job: ``method`` retrained without noise from the design's warm start."""
+    params = {"method": method, "clip": float(clip), "k": int(k), "seed": int(seed),
+              "settings": dataclasses.asdict(settings), "model": dataclasses.asdict(model)}
+    return JobSpec(kind="dppose.noise_control", params=params, inputs={"data": data_key},
+                   label=f"dppose {method} no-noise control")
+
+
+def control_job(params: Mapping[str, Any], ctx: JobContext) -> JobResult:
+    """The ``dppose.noise_control`` job (:func:`~privkit.studies.dppose.tables.control_run` on the stored data)."""
+    from .tables import control_run
+
+    model = ModelSpec(**params["model"])
+    data = decode_design_data(ctx.store.load(ctx.spec.inputs["data"]), model.build)
+    pckh = control_run(params["method"], data, DesignSettings(**params["settings"]), clip=params["clip"],
+                       k=params["k"], seed=params["seed"], device=ctx.device)
+    return JobResult(data={"pckh": pckh})
+
+
+def control_specs(cfg: Any, *, data_key: str, seed: int) -> list[JobSpec]:
+    """The no-noise controls the notebook asks for: DP-SGD and projected DP-SGD at the main clipping norm and k."""
+    from .tables import CONTROL_METHODS
+
+    model = ModelSpec(cfg.backbone, cfg.image_size, cfg.width)
+    return [control_spec(m, data_key=data_key, settings=design_settings(cfg), model=model, clip=cfg.clips[0],
+                         k=cfg.k, seed=seed) for m in CONTROL_METHODS]
+
+
+def run_controls(cfg: Any, *, data_key: str, seed: int, store: ResultStore, executor: Executor | None = None,
+                 progress: bool = False) -> dict[str, float]:
+    """method -> PCKh of the no-noise controls, as jobs over the main design's stored data."""
+    specs = control_specs(cfg, data_key=data_key, seed=seed)
+    results = (executor or LocalExecutor()).run(specs, store, progress=progress)
+    return {s.params["method"]: r.data["pckh"] for s, r in zip(specs, results)}
+
+
 def train_runs(runs: Sequence[RunSpec], data: DesignData, settings: DesignSettings, *, data_spec: JobSpec,
                model: ModelSpec, store: ResultStore, executor: Executor | None = None, n_show: int = 4,
                device: str = "auto", progress: bool = False,
@@ -225,3 +263,9 @@ def planned_jobs(cfg: Any, *, scale: str, seed: int, data_root: str | None) -> l
         out += [(part, r, run_job_spec(r, data_key=key, settings=settings, model=model, n_show=cfg.n_show,
                                        keep_model=keep(r))) for r in runs]
     return out
+
+
+def planned_controls(cfg: Any, *, scale: str, seed: int, data_root: str | None) -> list[JobSpec]:
+    """The no-noise control jobs, keyed as the notebook keys them."""
+    key = design_data_spec(cfg, part="main", scale=scale, seed=seed, data_root=data_root).key()
+    return control_specs(cfg, data_key=key, seed=seed)

@@ -17,7 +17,8 @@ from privkit.errors import InsufficientDataError, InvalidArgumentError
 from privkit.studies.dppose import experiments as X
 from privkit.studies.dppose.plots import METHOD_NAMES
 
-__all__ = ["main_runs", "ablation_rows", "zero_shot_rows", "ablation_text", "diagnostic_models", "noise_controls",
+__all__ = ["main_runs", "ablation_rows", "zero_shot_rows", "ablation_text", "diagnostic_models", "CONTROL_METHODS",
+           "control_run", "noise_controls",
            "projection_text"]
 
 
@@ -99,30 +100,50 @@ def diagnostic_models(outcomes: Sequence[X.RunOutcome], warm_model: torch.nn.Mod
     return models, sigma
 
 
-def noise_controls(df: pd.DataFrame, warm_model: torch.nn.Module, data: X.DesignData, settings: X.DesignSettings,
-                   *, epsilon: float, clip: float, k: int, seed: int, device: Any) -> pd.DataFrame:
-    """DP-SGD and projected DP-SGD with noise (the trained runs at ``epsilon``) and retrained without noise (same
-    clipping, sampling, subspace and steps; not private, a diagnosis only), from ``warm_model`` on ``data``'s
-    private, test and public sets with the design's ``settings``.
+#: The methods the no-noise controls retrain.
+CONTROL_METHODS = ("dpsgd", "projected")
+
+
+def control_run(method: str, data: X.DesignData, settings: X.DesignSettings, *, clip: float, k: int, seed: int,
+                device: Any, warm_model: torch.nn.Module | None = None) -> float:
+    """PCKh@0.5 of one no-noise control: ``method`` (DP-SGD or projected DP-SGD) retrained from the warm start with
+    the same clipping, sampling, subspace and steps but noise multiplier 0 (not private: a diagnosis only).
+
+    Args:
+        data: the design's private, test and public sets; its ``warm_state`` (loaded into ``data.make_model(seed)``)
+            is the start unless ``warm_model`` is given.
+    """
+    if method not in CONTROL_METHODS:
+        raise InvalidArgumentError(f"method must be one of {CONTROL_METHODS}, got {method!r}")
+    private, test, public = data.private_set, data.test_set, data.public_set
+    if public is None:
+        raise InsufficientDataError("data.public_set: the projected control needs the public set")
+    if warm_model is None and data.warm_state is None:
+        raise InvalidArgumentError("control_run needs the warm start: data.warm_state or warm_model")
+    n_public = min(check_int("n_public_grads", settings.n_public_grads, minimum=1), len(public))
+    schedule = Schedule(epochs=settings.epochs, batch_size=settings.batch_size, lr=settings.lr)
+    pub = PublicSpec(public_set=public, k=min(k, n_public), n_public=n_public, refresh=settings.refresh) \
+        if method == "projected" else None
+    start, warm = (warm_model, None) if warm_model is not None else (data.make_model(seed), data.warm_state)
+    ctrl = train(start, private, method=method, dp=DPSpec(noise_multiplier=0.0, delta=settings.delta, clip=clip),
+                 public=pub, schedule=schedule, seed=seed, device=device, warm_start=warm)
+    return evaluate_pckh(ctrl.model, test).mean
+
+
+def noise_controls(df: pd.DataFrame, no_noise: dict[str, float], *, epsilon: float, clip: float,
+                   k: int) -> pd.DataFrame:
+    """DP-SGD and projected DP-SGD with noise (the trained runs of ``df`` at ``epsilon``) beside their no-noise
+    controls (``no_noise``: method -> PCKh of :func:`control_run`).
 
     Returns:
         Rows ``model, method, noise, pckh``.
     """
     check_real("epsilon", epsilon)
-    private, test, public = data.private_set, data.test_set, data.public_set
-    if public is None:
-        raise InsufficientDataError("data.public_set: the projected control needs the public set")
-    n_public = min(check_int("n_public_grads", settings.n_public_grads, minimum=1), len(public))
-    schedule = Schedule(epochs=settings.epochs, batch_size=settings.batch_size, lr=settings.lr)
     rows = []
-    for m in ("dpsgd", "projected"):
-        pub = PublicSpec(public_set=public, k=min(k, n_public), n_public=n_public, refresh=settings.refresh) \
-            if m == "projected" else None
+    for m in CONTROL_METHODS:
         noisy = float(df[(df.method == m) & (df.init == "warm") & (df.view == "raw") & (df.epsilon == epsilon)
                          & (df.clip_norm == clip) & ((df.k == k) | df.k.isna())].pckh.mean())
-        ctrl = train(warm_model, private, method=m, dp=DPSpec(noise_multiplier=0.0, delta=settings.delta, clip=clip),
-                     public=pub, schedule=schedule, seed=seed, device=device)  # the no-noise control
-        for noise, pck in (("with noise", noisy), ("no noise", evaluate_pckh(ctrl.model, test).mean)):
+        for noise, pck in (("with noise", noisy), ("no noise", no_noise[m])):
             rows.append({"model": f"{METHOD_NAMES[m]}, {noise}", "method": m, "noise": noise, "pckh": pck})
     return pd.DataFrame(rows)
 

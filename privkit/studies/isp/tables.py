@@ -27,10 +27,11 @@ from privkit.studies.isp import experiments as X
 from privkit.studies.isp.presets import IspConfig
 
 __all__ = [
-    "EmbeddedEncoders", "LeakageStudy", "RankSweep", "InversionRun", "embed_encoders", "leakage_study", "leakage_wide",
+    "EmbeddedEncoders", "ResolvableFars", "resolvable_fars", "lowest_resolvable_far", "LeakageStudy", "RankSweep", "InversionRun", "embed_encoders", "leakage_study", "leakage_wide",
     "format_leakage", "paper_reference_table", "paired_leakage", "describe_paired_leakage", "raw_leakers",
-    "attribution_study", "rank_sweep", "utility_summary", "baseline_table", "subspace_table", "inversion_roles",
-    "run_inversion", "format_inversion",
+    "attribution_one", "attribution_summary", "SweepInputs", "sweep_inputs", "rank_sweep_one", "rank_sweep_tables",
+    "utility_summary", "baseline_table", "subspace_table", "inversion_roles", "inversion_setup", "inversion_attacked",
+    "inversion_attacks", "inversion_table", "format_inversion",
 ]
 
 Split = tuple[torch.Tensor, torch.Tensor]
@@ -98,6 +99,45 @@ def embed_encoders(cfg: IspConfig, faces: FaceSet, other: FaceSet, *, device: An
         rows.append({"encoder": label, "kind": enc.kind, "dim": emb[label].shape[1],
                      "failures_to_enrol (uncached images)": enc.failures_to_enrol})
     return EmbeddedEncoders(encoders, emb, emb_other, pd.DataFrame(rows), skipped)
+
+
+@dataclass(frozen=True)
+class ResolvableFars:
+    """Which FARs the validation and test identities resolve (:func:`resolvable_fars`).
+
+    Attributes:
+        impostor_pairs: split -> impostor pairs; floor: the smallest resolvable FAR (the larger of the two splits');
+        resolvable: the preset's FARs at or above it; lowest: the lowest of them (what the studies report).
+    """
+
+    impostor_pairs: dict[str, int]
+    floor: float
+    resolvable: list[float]
+    lowest: float
+
+
+def resolvable_fars(cfg: IspConfig, identity: torch.Tensor, masks: Mapping[str, torch.Tensor]) -> ResolvableFars:
+    """The preset's FARs that both the validation and the test identities resolve (at least 10 false accepts,
+    :func:`~privkit.metrics.smallest_resolvable_far`), and the lowest of them.
+
+    Raises:
+        InsufficientDataError: none of ``cfg.fars`` is resolvable.
+    """
+    from privkit.isp import VerificationPairs
+    from privkit.metrics import smallest_resolvable_far
+
+    n_imp = {k: VerificationPairs.create(identity[masks[k]]).n_impostor_pairs for k in ("val", "test")}
+    floor = max(smallest_resolvable_far(n) for n in n_imp.values())
+    resolvable = [f for f in cfg.fars if f >= floor * (1 - 1e-12)]
+    if not resolvable:
+        raise InsufficientDataError(f"none of the FARs {list(cfg.fars)} is resolvable: the smallest resolvable FAR of "
+                                    f"these validation/test identities is {floor:.2e}; add identities or a larger FAR")
+    return ResolvableFars(n_imp, floor, resolvable, min(resolvable))
+
+
+def lowest_resolvable_far(cfg: IspConfig, identity: torch.Tensor, masks: Mapping[str, torch.Tensor]) -> float:
+    """The lowest FAR of the preset that the validation and test identities resolve (:func:`resolvable_fars`)."""
+    return resolvable_fars(cfg, identity, masks).lowest
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -271,30 +311,34 @@ def describe_paired_leakage(comp: pd.DataFrame) -> list[str]:
 # ---------------------------------------------------------------------------------------------------------------------
 # 2. Face versus context
 # ---------------------------------------------------------------------------------------------------------------------
-def attribution_study(cfg: IspConfig, encoders: Mapping[str, Any], pool: FaceSet, *,
-                      seed: int = 0) -> tuple[dict[str, pd.DataFrame], list[str]]:
-    """FII by FCR, CPI against face blur and the B* curve of every encoder of ``cfg.attribution_encoders`` that is
-    loaded, and their summary (Table 3: mean FII, CPI without and with the strongest blur, median B*).
+def attribution_one(cfg: IspConfig, encoder: Any, pool: FaceSet, *, seed: int = 0) -> dict[str, Any]:
+    """FII by FCR, CPI against face blur and the B* curve of one whole-image encoder with the preset's settings
+    (:func:`~privkit.studies.isp.experiments.attribution_tables`)."""
+    seed = check_int("seed", seed, minimum=0)
+    return X.attribution_tables(encoder, pool, fii_images=cfg.fii_images, sigma=cfg.fii_sigma,
+                                n_context_regions=cfg.fii_regions, fcr_bins=cfg.fcr_bins, cpi_sigmas=cfg.cpi_sigmas,
+                                cpi_queries=cfg.cpi_queries, bstar_pairs=cfg.bstar_pairs, bstar_betas=cfg.bstar_betas,
+                                seed=seed)
+
+
+def attribution_summary(results: Sequence[tuple[str, dict[str, Any] | None]]) -> tuple[dict[str, pd.DataFrame],
+                                                                                      list[str]]:
+    """The attribution tables from each encoder's :func:`attribution_one` (``(label, result)`` in the preset's order;
+    a None result: the encoder is not loaded) and their summary (Table 3: mean FII, CPI without and with the
+    strongest blur, median B*).
 
     Returns:
         ({"table3", "fii", "cpi", "bstar"} DataFrames (each long one with an ``encoder`` column), notes: one line
         per encoder skipped or without CPI).
 
     Raises:
-        InvalidArgumentError: ``seed < 0``.
+        InsufficientDataError: no encoder has a result.
     """
-    seed = check_int("seed", seed, minimum=0)
     fii_rows, cpi_rows, bstar_rows, summary, notes = [], [], [], [], []
-    for spec in cfg.attribution_encoders:
-        name, mode = spec.split(":")
-        lab = f"{name} [{mode}]"
-        if name not in encoders:
+    for lab, a in results:
+        if a is None:
             notes.append(f"skipping {lab}: not loaded")
             continue
-        a = X.attribution_tables(encoders[name], pool, fii_images=cfg.fii_images, sigma=cfg.fii_sigma,
-                                 n_context_regions=cfg.fii_regions, fcr_bins=cfg.fcr_bins, cpi_sigmas=cfg.cpi_sigmas,
-                                 cpi_queries=cfg.cpi_queries, bstar_pairs=cfg.bstar_pairs, bstar_betas=cfg.bstar_betas,
-                                 seed=seed)
         fii_rows.append(a["fii_by_fcr"].assign(encoder=lab))
         if a["cpi"] is not None:
             cpi_rows.append(a["cpi"].assign(encoder=lab))
@@ -364,67 +408,95 @@ def _tag(table: pd.DataFrame, key: Mapping[str, tuple[str, int]], label: str) ->
     return table
 
 
-def rank_sweep(cfg: IspConfig, labels: Sequence[str], *, faces: FaceSet, masks: Mapping[str, torch.Tensor],
-               emb: Mapping[str, torch.Tensor], splits: Mapping[str, Mapping[str, Split]],
-               encoders: Mapping[str, Any], fits: Mapping[str, Mapping[str, Any]],
-               projectors: Mapping[str, Mapping[str, Any]], k_max: int, far: float, seed: int = 0) -> RankSweep:
-    """Ridge TAR at ``far`` and utility of every encoder raw, after ISP-W at every rank of ``cfg.ranks`` and after
-    LEACE / INLP at every rank of ``cfg.baseline_ranks``; utility = kNN (and, for general-purpose encoders, a linear
-    probe at the main rank) on the non-identity attributes, copy detection of augmented test images (whole-image
-    encoders), ImageNet top-1 agreement (encoders with an ImageNet head, ISP-X included).
+@dataclass(frozen=True, eq=False)
+class SweepInputs:
+    """What every encoder's rank sweep shares (:func:`sweep_inputs`): the ImageNet photo views and their photo
+    names, the copy-detection references (indices of test images) and their augmented copies."""
 
-    Raises:
-        InsufficientDataError: no labels; InvalidArgumentError: ``far`` outside (0, 1] or ``seed < 0``.
-    """
+    photo_views: torch.Tensor
+    photo_names: np.ndarray
+    ref_idx: torch.Tensor
+    copies: torch.Tensor
+
+
+def sweep_inputs(cfg: IspConfig, faces: FaceSet, masks: Mapping[str, torch.Tensor], *, seed: int = 0) -> SweepInputs:
+    """The seeded inputs every encoder's sweep shares (the same for every encoder, so each can rebuild them)."""
     from privkit.isp import simple_augment
     from privkit.isp.utility import imagenet_photo_views
 
-    labels = _check_nonempty("labels", labels)
-    check_probability("far", far, open_high=False)
     seed = check_int("seed", seed, minimum=0)
-    sweep, util, imnet, notes = [], [], [], []
     photo_views, photo_names = imagenet_photo_views(cfg.imagenet_views, size=224, seed=seed, return_names=True)
-    photo_names = np.array(photo_names)
     gen_aug = torch.Generator().manual_seed(seed)
     test_idx = torch.nonzero(masks["test"]).flatten()
     ref_idx = test_idx[torch.randperm(test_idx.numel(), generator=gen_aug)[: cfg.copy_references]]
     copies = simple_augment(faces.images[ref_idx], generator=gen_aug)
+    return SweepInputs(photo_views, np.array(photo_names), ref_idx, copies)
+
+
+def rank_sweep_one(cfg: IspConfig, lab: str, *, faces: FaceSet, masks: Mapping[str, torch.Tensor],
+                   embeddings: torch.Tensor, encoder: Any, fit_w: Any, isp_x: Any, shared: SweepInputs, k_max: int,
+                   far: float, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, Any]], list[str]]:
+    """One encoder's rank sweep: ridge TAR at ``far`` and utility raw, after ISP-W at every rank of ``cfg.ranks``
+    (cut from its full fit ``fit_w``) and after LEACE / INLP at every rank of ``cfg.baseline_ranks``; utility = kNN
+    (and, for general-purpose encoders, a linear probe at the main rank) on the non-identity attributes, copy
+    detection of augmented test images (whole-image encoders), ImageNet top-1 agreement (encoders with an ImageNet
+    head, ISP-X projector ``isp_x`` included).
+
+    Args:
+        lab: the encoder's label ``"name [mode]"``; embeddings: its (N, d) embeddings of ``faces``.
+
+    Returns:
+        (sweep rows, utility rows, ImageNet agreement rows, notes: one line per baseline not fitted).
+
+    Raises:
+        InvalidArgumentError: ``far`` outside (0, 1] or ``seed < 0``.
+    """
+    check_probability("far", far, open_high=False)
+    seed = check_int("seed", seed, minimum=0)
+    notes: list[str] = []
+    mode = lab.split("[")[1].rstrip("]")
+    split = {k: (embeddings[m], faces.identity[m]) for k, m in masks.items()}
+    tr_emb, tr_id = split["train"]
     bank_m, query_m = masks["train"] | masks["val"], masks["test"]
-    for lab in labels:
-        name, mode = lab.split(" ")[0], lab.split("[")[1].rstrip("]")
-        tr_emb, tr_id = splits[lab]["train"]
-        isp_w = fits[lab]["ISP-W"]
-        transforms = {("ISP-W", r): X.truncate_eraser(isp_w, r)
-                      for r in sorted({min(r, isp_w.rank) for r in cfg.ranks})}
-        r_top = min(max(cfg.baseline_ranks), isp_w.rank)
-        for method in ("leace", "inlp"):
-            try:
-                fitted = X.fit_eraser(method, tr_emb, tr_id, rank=r_top)
-            except PrivkitError as err:
-                notes.append(f"{lab}: {method} not fitted ({err})")
-                continue
-            for r in sorted({min(r, r_top) for r in cfg.baseline_ranks}):
-                transforms[(method.upper(), r)] = X.truncate_eraser(fitted, r)
-        named = {f"{m} r={r}": fn for (m, r), fn in transforms.items()}
-        t, _ = X.verification_table(splits[lab], {"raw": None, **named}, probes=("ridge",), ks=(k_max,), fars=(far,),
-                                    n_boot=cfg.n_boot, seed=seed, ridge_lambdas=cfg.ridge_lambdas)
-        key = {"raw": ("raw", 0), **{f"{m} r={r}": (m, r) for (m, r) in transforms}}
-        sweep.append(_tag(t, key, lab))
-        knn = (emb[lab][bank_m], {a: v[bank_m] for a, v in faces.attributes.items()},
-               emb[lab][query_m], {a: v[query_m] for a, v in faces.attributes.items()})
-        cd = (emb[lab][ref_idx], encoders[name].embed(copies).float().cpu()) if mode == "image" else None
-        r_lin = min(cfg.isp_rank, isp_w.rank)
-        # the linear probe (a full L-BFGS fit per attribute) at the main rank, for the general-purpose encoders
-        lin_names = ([n_ for n_, (m, r) in zip(named, transforms) if r == r_lin]
-                     if encoders[name].kind == "general" else [])
-        u = X.utility_table(named, knn=knn, copy=cd, k=cfg.knn_k, linear=lin_names)
-        if hasattr(encoders[name], "imagenet_logits"):  # ImageNet top-1 agreement (EfficientNet-Lite0)
-            isp_x = projectors[lab]["ISP-X"]
-            imnet += _imagenet_agreement(encoders[name], {**transforms, ("ISP-X", isp_x.rank): isp_x}, photo_views,
-                                         photo_names, label=lab, seed=seed)
-        util.append(_tag(u, key, lab))
-    return RankSweep(pd.concat(sweep, ignore_index=True), pd.concat(util, ignore_index=True), pd.DataFrame(imnet),
-                     notes)
+    transforms = {("ISP-W", r): X.truncate_eraser(fit_w, r) for r in sorted({min(r, fit_w.rank) for r in cfg.ranks})}
+    r_top = min(max(cfg.baseline_ranks), fit_w.rank)
+    for method in ("leace", "inlp"):
+        try:
+            fitted = X.fit_eraser(method, tr_emb, tr_id, rank=r_top)
+        except PrivkitError as err:
+            notes.append(f"{lab}: {method} not fitted ({err})")
+            continue
+        for r in sorted({min(r, r_top) for r in cfg.baseline_ranks}):
+            transforms[(method.upper(), r)] = X.truncate_eraser(fitted, r)
+    named = {f"{m} r={r}": fn for (m, r), fn in transforms.items()}
+    t, _ = X.verification_table(split, {"raw": None, **named}, probes=("ridge",), ks=(k_max,), fars=(far,),
+                                n_boot=cfg.n_boot, seed=seed, ridge_lambdas=cfg.ridge_lambdas)
+    key = {"raw": ("raw", 0), **{f"{m} r={r}": (m, r) for (m, r) in transforms}}
+    knn = (embeddings[bank_m], {a: v[bank_m] for a, v in faces.attributes.items()},
+           embeddings[query_m], {a: v[query_m] for a, v in faces.attributes.items()})
+    cd = (embeddings[shared.ref_idx], encoder.embed(shared.copies).float().cpu()) if mode == "image" else None
+    r_lin = min(cfg.isp_rank, fit_w.rank)
+    # the linear probe (a full L-BFGS fit per attribute) at the main rank, for the general-purpose encoders
+    lin_names = [n_ for n_, (m, r) in zip(named, transforms) if r == r_lin] if encoder.kind == "general" else []
+    u = X.utility_table(named, knn=knn, copy=cd, k=cfg.knn_k, linear=lin_names)
+    imnet = []
+    if hasattr(encoder, "imagenet_logits"):  # ImageNet top-1 agreement (EfficientNet-Lite0)
+        imnet = _imagenet_agreement(encoder, {**transforms, ("ISP-X", isp_x.rank): isp_x}, shared.photo_views,
+                                    shared.photo_names, label=lab, seed=seed)
+    return _tag(t, key, lab), _tag(u, key, lab), imnet, notes
+
+
+def rank_sweep_tables(parts: Sequence[tuple[pd.DataFrame, pd.DataFrame, list[dict[str, Any]], list[str]]]) -> RankSweep:
+    """The rank sweep of every encoder from each one's :func:`rank_sweep_one` (in the encoders' order).
+
+    Raises:
+        InsufficientDataError: no encoder.
+    """
+    if not parts:
+        raise InsufficientDataError("rank sweep: no encoder produced embeddings")
+    return RankSweep(pd.concat([p[0] for p in parts], ignore_index=True),
+                     pd.concat([p[1] for p in parts], ignore_index=True),
+                     pd.DataFrame([row for p in parts for row in p[2]]), [n for p in parts for n in p[3]])
 
 
 def utility_summary(util: pd.DataFrame, imnet: pd.DataFrame) -> pd.DataFrame:
@@ -505,23 +577,16 @@ def inversion_roles(labels: Sequence[str], biometric: Sequence[str]) -> tuple[li
     return judge_labs, contrast_lab
 
 
-def run_inversion(cfg: IspConfig, *, faces: FaceSet, masks: Mapping[str, torch.Tensor],
-                  emb: Mapping[str, torch.Tensor], splits: Mapping[str, Mapping[str, Split]],
-                  encoders: Mapping[str, Any], projectors: Mapping[str, Mapping[str, Any]], judge_labs: Sequence[str],
-                  contrast_lab: str | None, seed: int = 0) -> InversionRun:
-    """Template inversion of every encoder of ``cfg.inversion_encoders`` (and the FR contrast) raw and after ISP-W:
-    one target image per test identity (at most ``cfg.inversion_targets``), every probe-fit image as the auxiliary
-    set, judged by ``judge_labs`` at ``cfg.reference_far`` thresholds set on the validation identities.
+def inversion_setup(cfg: IspConfig, faces: FaceSet, masks: Mapping[str, torch.Tensor], *,
+                    seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, Any, Any]:
+    """The targets (one seeded image each of at most ``cfg.inversion_targets`` test identities), the auxiliary set
+    (every probe-fit image) and the attacks' settings.
 
-    Raises:
-        InsufficientDataError: no judge; InvalidArgumentError: ``seed < 0``.
+    Returns:
+        (target indices, auxiliary indices, :class:`~privkit.studies.isp.experiments.InversionTargets`,
+        :class:`~privkit.studies.isp.experiments.InversionSettings`).
     """
-    if not judge_labs:
-        raise InsufficientDataError("inversion needs at least one judge encoder")
     seed = check_int("seed", seed, minimum=0)
-    judges = {lab.split(" ")[0]: encoders[lab.split(" ")[0]] for lab in judge_labs}
-    taus = {lab.split(" ")[0]: X.reference_threshold_from_embeddings(*splits[lab]["val"], far=cfg.reference_far)
-            for lab in judge_labs}
     test_idx = torch.nonzero(masks["test"]).flatten()
     g = torch.Generator().manual_seed(seed + 1)
     test_ids = torch.unique(faces.identity[test_idx])
@@ -529,34 +594,51 @@ def run_inversion(cfg: IspConfig, *, faces: FaceSet, masks: Mapping[str, torch.T
     tgt = torch.stack([test_idx[faces.identity[test_idx] == i][
         torch.randint(int((faces.identity[test_idx] == i).sum()), (1,), generator=g)] for i in test_ids]).flatten()
     aux = torch.nonzero(masks["train"]).flatten()
-    attacked, skipped = {}, []
-
-    def attack(lab: str, name: str | None, mode: str) -> None:
-        """The raw and ISP-W embeddings of ``lab``, through the encoder ``name`` (None: no module to differentiate)."""
-        for cond, proj in (("raw", None), ("ISP-W", projectors[lab]["ISP-W"])):
-            fn = (lambda z: z) if proj is None else proj
-            module = None if name is None else X.ProjectedEncoder(encoders[name], proj)
-            attacked[f"{lab} {cond}"] = X.AttackedEncoder(module, fn(emb[lab][aux]), fn(emb[lab][tgt]), mode)
-
-    for spec in cfg.inversion_encoders:
-        name, mode = spec.split(":")
-        lab = f"{name} [{mode}]"
-        if lab not in emb:
-            skipped.append(f"skipping {lab}: not available")
-            continue
-        attack(lab, name, mode)
-    if cfg.inversion_fr_contrast and contrast_lab is not None:
-        attack(contrast_lab, None, "image")
     data = X.InversionTargets(faces.images[aux], faces.box[aux], faces.identity[aux], faces.images[tgt],
                               faces.box[tgt], target_identities=faces.identity[tgt])
     settings = X.InversionSettings(crop_size=cfg.inversion_resolution, crop_margin=cfg.inversion_margin,
                                    attacks=cfg.inversion_attacks, ridge_lambdas=cfg.ridge_lambdas,
                                    epochs=cfg.inversion_epochs, steps=cfg.inversion_steps)
-    inv, recs = X.inversion_study(attacked, data, judges, taus, settings=settings, seed=seed)
+    return tgt, aux, data, settings
+
+
+def inversion_attacked(lab: str, encoder: Any, embeddings: torch.Tensor, isp_w: Any, *, mode: str, tgt: torch.Tensor,
+                       aux: torch.Tensor) -> dict[str, Any]:
+    """The raw and ISP-W leaked embeddings of one encoder (``"<lab> raw"``, ``"<lab> ISP-W"``), attacked through
+    ``encoder`` (None: no module to differentiate, regression attacks only)."""
+    attacked = {}
+    for cond, proj in (("raw", None), ("ISP-W", isp_w)):
+        fn = (lambda z: z) if proj is None else proj
+        module = None if encoder is None else X.ProjectedEncoder(encoder, proj)
+        attacked[f"{lab} {cond}"] = X.AttackedEncoder(module, fn(embeddings[aux]), fn(embeddings[tgt]), mode)
+    return attacked
+
+
+def inversion_attacks(cfg: IspConfig, labels: Sequence[str], contrast_lab: str | None) -> tuple[
+        list[tuple[str, str | None, str]], list[str]]:
+    """Who is inverted: ``(label, encoder name or None, view)`` for every encoder of ``cfg.inversion_encoders`` that
+    is embedded, then the FR contrast (its embeddings only, no module); and one line per encoder not available."""
+    out, skipped = [], []
+    for spec in cfg.inversion_encoders:
+        name, mode = spec.split(":")
+        lab = f"{name} [{mode}]"
+        if lab not in labels:
+            skipped.append(f"skipping {lab}: not available")
+            continue
+        out.append((lab, name, mode))
+    if cfg.inversion_fr_contrast and contrast_lab is not None:
+        out.append((contrast_lab, None, "image"))
+    return out, skipped
+
+
+def inversion_table(cfg: IspConfig, rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """The inversion table from :func:`~privkit.studies.isp.experiments.inversion_study`'s rows of every attacked
+    embedding: the encoder and its condition (raw / ISP-W) split into two columns, and the judges' FAR."""
+    inv = pd.DataFrame(list(rows))
     inv.insert(1, "condition", [e.rsplit(" ", 1)[1] for e in inv.encoder])
     inv["encoder"] = [e.rsplit(" ", 1)[0] for e in inv.encoder]
     inv["reference_far"] = cfg.reference_far
-    return InversionRun(inv, recs, taus, tgt, aux, contrast_lab, skipped)
+    return inv
 
 
 def format_inversion(inv: pd.DataFrame) -> pd.DataFrame:
