@@ -11,7 +11,7 @@ import torch
 from privkit.errors import InvalidArgumentError, MissingResourceError, PrivkitError, UnknownNameError
 from privkit.jobs import (JobResult, JobsFailedError, JobSpec, LocalExecutor, ResultStore, code_fingerprint,
                           folder_fingerprint, load_slurm_config, make_executor, run_job, store_for)
-from privkit.jobs.codec import decode_dataclass, encode_dataclass
+from privkit.jobs.codec import decode_dataclass, decode_frame, encode_dataclass, encode_frame
 from privkit.privacy.guarantee import PrivacyGuarantee
 
 
@@ -118,6 +118,11 @@ def test_slurm_config_file(tmp_path):
         load_slurm_config(tmp_path / "unknown.toml")
     with pytest.raises(InvalidArgumentError, match="time_min"):
         load_slurm_config(time_min=0)
+    (tmp_path / "packed.toml").write_text("jobs_per_task = 4\n")
+    assert load_slurm_config(tmp_path / "packed.toml").jobs_per_task == 4
+    assert "jobs_per_task" not in load_slurm_config(tmp_path / "packed.toml").parameters()  # privkit's, not sbatch's
+    with pytest.raises(InvalidArgumentError, match="jobs_per_task"):
+        load_slurm_config(jobs_per_task=0)
 
 
 def test_slurm_job_is_checkpointable():
@@ -207,3 +212,31 @@ def test_reproduce_refuses_bad_executor_input_before_running(tmp_path, capsys, m
     assert main(["reproduce", "--executor", "slurm", "--out", str(tmp_path)]) == 2
     assert "sbatch" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())  # nothing ran, nothing was written
+
+
+# ------------------------------------------------------------------------------------------------ DataFrames
+def test_frames_round_trip_with_their_dtypes_and_exact_values():
+    import numpy as np
+    import pandas as pd
+
+    frame = pd.DataFrame({"x": [1 / 3, np.nan, -0.0], "n": [1, 2, 3], "s": ["a", None, "c"], "b": [True, False, True],
+                          "o": [None, 0.1, "mixed"], 7: np.array([1, 2, 3], dtype=np.float32),
+                          "u": np.array([0, 255, 7], dtype=np.uint8)})
+    tensors: dict = {}
+    meta = encode_frame("t", frame, tensors)
+    assert {"t.c0", "t.c1", "t.c3", "t.c5", "t.c6"} == set(tensors)  # numeric columns travel as tensors
+    back = decode_frame("t", json.loads(json.dumps(meta)), tensors)
+    pd.testing.assert_frame_equal(back, frame, check_exact=True)
+    assert list(back.dtypes) == list(frame.dtypes)
+    empty = pd.DataFrame(columns=["sigma", "cpi"])
+    tensors = {}
+    pd.testing.assert_frame_equal(decode_frame("e", encode_frame("e", empty, tensors), tensors), empty)
+
+
+def test_frames_with_another_index_or_not_a_frame_are_refused():
+    import pandas as pd
+
+    with pytest.raises(InvalidArgumentError, match="reset_index"):
+        encode_frame("t", pd.DataFrame({"a": [1, 2]}, index=[5, 6]), {})
+    with pytest.raises(InvalidArgumentError, match="DataFrame"):
+        encode_frame("t", {"a": [1]}, {})

@@ -120,6 +120,9 @@ class SlurmOptions:
         mem_gb: memory per task in GB (None: the partition's default).
         time_min: time limit per task in minutes.
         array_parallelism: at most this many tasks of the array at once.
+        jobs_per_task: jobs one array task runs one after another (1: a task per job). More than one pays a worker's
+            start-up (Python, torch and privkit imports, a few seconds) once for several short jobs; each job is
+            still stored, resumed and reported on its own. ``time_min`` is then the limit for all of them.
         poll_s: seconds between two looks at the queue.
         max_wait_min: give up watching after this many minutes (None: wait until every task ends).
         job_name: the array's name in the queue.
@@ -133,6 +136,7 @@ class SlurmOptions:
     mem_gb: float | None = None
     time_min: int = 60
     array_parallelism: int = 64
+    jobs_per_task: int = 1
     poll_s: float = 2.0
     max_wait_min: float | None = None
     job_name: str = "privkit"
@@ -142,6 +146,7 @@ class SlurmOptions:
         check_int("cpus_per_job", self.cpus_per_job, minimum=1)
         check_int("time_min", self.time_min, minimum=1)
         check_int("array_parallelism", self.array_parallelism, minimum=1)
+        check_int("jobs_per_task", self.jobs_per_task, minimum=1)
         for name in ("mem_gb", "max_wait_min"):
             v = getattr(self, name)
             if v is not None and not (isinstance(v, (int, float)) and v > 0):
@@ -235,7 +240,8 @@ class SlurmExecutor(Executor):
         self.device = device
         self.stream = stream
         check_slurm()
-        self.jobs: list[Any] = []  # the submitit jobs of the last run (tests cancel one of them)
+        self.jobs: list[Any] = []  # the submitit jobs (array tasks) of the last run (tests cancel one of them)
+        self.task_of: list[int] = []  # job of the last run's submission -> index of its task in self.jobs
 
     def run(self, specs: Sequence[JobSpec], store: ResultStore, *, progress: bool = True) -> list[JobResult]:
         import submitit
@@ -251,14 +257,18 @@ class SlurmExecutor(Executor):
         print(f"slurm: {len(specs) - len(todo)} of {len(specs)} jobs already stored; submitting {len(todo)}",
               file=stream, flush=True)
         self.jobs = []
+        k = self.options.jobs_per_task
+        chunks = [todo[j:j + k] for j in range(0, len(todo), k)]
+        self.task_of = [c for c, chunk in enumerate(chunks) for _ in chunk]  # job (in todo order) -> its task
         if todo:
             ex = submitit.AutoExecutor(folder=str(folder / "%j"), cluster="slurm")
             ex.update_parameters(**self.options.parameters())
-            n = len(todo)
-            self.jobs = ex.map_array(SlurmJob(), [str(store.root)] * n, [specs[i].to_dict() for i in todo],
-                                     [code_fingerprint()] * n, [self.device] * n)
-            print(f"slurm: array {self.jobs[0].job_id.split('_')[0]} submitted ({n} tasks); logs in {folder}",
-                  file=stream, flush=True)
+            n = len(chunks)
+            calls = [[specs[i].to_dict() for i in chunk] if k > 1 else specs[chunk[0]].to_dict() for chunk in chunks]
+            self.jobs = ex.map_array(SlurmJob(), [str(store.root)] * n, calls, [code_fingerprint()] * n,
+                                     [self.device] * n)
+            print(f"slurm: array {self.jobs[0].job_id.split('_')[0]} submitted ({n} tasks"
+                  + (f", {k} jobs a task" if k > 1 else "") + f"); logs in {folder}", file=stream, flush=True)
         failures = self._watch([specs[i] for i in todo], store, progress, stream)
         if failures:
             raise JobsFailedError(failures, store)
@@ -274,7 +284,8 @@ class SlurmExecutor(Executor):
         gone_since: dict[int, float] = {}
         while True:
             queue = _squeue_states([j.job_id for j in self.jobs])
-            for i, (spec, job) in enumerate(zip(specs, self.jobs)):
+            for i, spec in enumerate(specs):
+                job = self.jobs[self.task_of[i]]
                 if state[i] in ("done", "failed"):
                     continue
                 status = store.status(spec)
@@ -309,7 +320,7 @@ class SlurmExecutor(Executor):
                 for i, s in state.items():
                     if s in ("running", "pending"):
                         failures[i] = (specs[i].label, f"still {s} after {opts.max_wait_min} min (left in the queue)",
-                                       str(self.jobs[i].paths.stderr))
+                                       str(self.jobs[self.task_of[i]].paths.stderr))
                 break
             time.sleep(opts.poll_s)
         if bar is not None:
