@@ -98,8 +98,9 @@ def _network(args) -> torch.nn.Module:
 
 
 def build_modes(args) -> tuple[dict[str, Step], dict[str, object]]:
-    x, kp, vis = _data(args.batch, args.size, args.seed)
-    ref = _network(args)
+    dev = torch.device(args.device)
+    x, kp, vis = (t.to(dev) for t in _data(args.batch, args.size, args.seed))
+    ref = _network(args).to(dev)
     frozen = ref.frozen is not None
     if frozen:  # the step runs on the cached output of the frozen part
         x = ref.features(x)
@@ -108,14 +109,14 @@ def build_modes(args) -> tuple[dict[str, Step], dict[str, object]]:
     clip, sigma, lr = args.clip, 1.0, 1e-3
     info: dict[str, object] = {"params": count_parameters(ref), "input": tuple(x.shape[1:])}
     modes: dict[str, Step] = {}
-    net = _network(args) if frozen else None
+    net = _network(args).to(dev) if frozen else None
 
     def fresh():
         if frozen:  # the trainable part (neck + head) of a fresh copy, fed cached features
             import copy
 
             return _FromFeatures(copy.deepcopy(net))
-        return build_pose_model(args.size, width=args.width, seed=args.seed)
+        return build_pose_model(args.size, width=args.width, seed=args.seed).to(dev)
 
     # plain
     m_plain = fresh()
@@ -133,7 +134,7 @@ def build_modes(args) -> tuple[dict[str, Step], dict[str, object]]:
         model = fresh()
         params = trainable_parameters(model)
         opt = torch.optim.SGD(list(params.values()), lr=lr)
-        gen = torch.Generator().manual_seed(0)
+        gen = torch.Generator(device=dev).manual_seed(0)
         input_grams = None if grams is None else {model.get_submodule(gram_layer): grams}
 
         def step() -> None:
@@ -181,7 +182,7 @@ def build_modes(args) -> tuple[dict[str, Step], dict[str, object]]:
         else:
             gsm = GradSampleModuleExpandedWeights(model)
         opt = DPOptimizer(torch.optim.SGD(gsm.parameters(), lr=lr), noise_multiplier=sigma, max_grad_norm=clip,
-                          expected_batch_size=args.batch, generator=torch.Generator().manual_seed(0))
+                          expected_batch_size=args.batch, generator=torch.Generator(device=dev).manual_seed(0))
 
         def step() -> None:
             opt.zero_grad(set_to_none=True)
@@ -196,7 +197,7 @@ def build_modes(args) -> tuple[dict[str, Step], dict[str, object]]:
     g_model = GradSampleModuleFastGradientClipping(fresh(), max_grad_norm=clip, use_ghost_clipping=True)
     g_opt = DPOptimizerFastGradientClipping(torch.optim.SGD(g_model.parameters(), lr=lr), noise_multiplier=sigma,
                                             max_grad_norm=clip, expected_batch_size=args.batch,
-                                            generator=torch.Generator().manual_seed(0))
+                                            generator=torch.Generator(device=dev).manual_seed(0))
     g_crit = DPLossFastGradientClipping(g_model, g_opt, _Criterion())
 
     def ghost() -> None:
@@ -207,7 +208,7 @@ def build_modes(args) -> tuple[dict[str, Step], dict[str, object]]:
     modes["opacus_ghost"] = ghost
 
     # projected: the subspace from m public per-sample gradients at the current weights
-    pub_x, pub_kp, pub_vis = _data(args.m, args.size, args.seed + 1)
+    pub_x, pub_kp, pub_vis = (t.to(dev) for t in _data(args.m, args.size, args.seed + 1))
     if frozen:
         pub_x = ref.features(pub_x)
     pub = (pub_x, *ref.targets(pub_kp, pub_vis))
@@ -233,7 +234,14 @@ def build_modes(args) -> tuple[dict[str, Step], dict[str, object]]:
     return modes, info
 
 
-def _peak_bytes(step: Step) -> int:
+def _peak_bytes(step: Step, device: torch.device) -> int:
+    if device.type == "cuda":  # the step's peak above what was allocated before it
+        torch.cuda.synchronize(device)
+        base = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        step()
+        torch.cuda.synchronize(device)
+        return torch.cuda.max_memory_allocated(device) - base
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
@@ -264,21 +272,32 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-vmap", action="store_true")
     p.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurement")
     p.add_argument("--out", type=Path, default=None, help="write the table as CSV")
+    p.add_argument("--device", default="cpu", help="cpu (default) or cuda (timed with a synchronize per step)")
     args = p.parse_args(argv)
+    dev = torch.device(args.device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        p.error("--device cuda: torch sees no CUDA device here")
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore")
 
     modes, info = build_modes(args)
+
+    def sync() -> None:
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+
     for _ in range(args.warmup):
         for step in modes.values():
             step()
     times: dict[str, list[float]] = {name: [] for name in modes}
     for _ in range(args.repeats):
         for name, step in modes.items():
+            sync()
             t0 = time.perf_counter()
             step()
+            sync()
             times[name].append(time.perf_counter() - t0)
-    peaks = {} if args.no_memory else {name: _peak_bytes(step) for name, step in modes.items()}
+    peaks = {} if args.no_memory else {name: _peak_bytes(step, dev) for name, step in modes.items()}
 
     plain = statistics.median(times["plain"])
     rows = []
@@ -301,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"pose net ({args.backbone}): {info['params']} trainable parameters; batch {args.batch} x "
           f"{' x '.join(map(str, info['input']))}{' cached features' if args.backbone != 'convnet' else ''}; "
-          f"{args.threads} thread(s); torch {torch.__version__}; {args.repeats} interleaved repeats")
+          f"{args.threads} thread(s); torch {torch.__version__}; {args.repeats} interleaved repeats on {dev}")
     print(f"privkit clipped sum vs opacus (hooks) clipped sum: max relative difference "
           f"{info['max_rel_diff_vs_opacus']:.2e}")
     print(f"{'mode':<26}{'median ms':>11}{'min ms':>10}{'x plain':>9}{'peak MB':>10}")
@@ -321,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
           f"(k={args.k}, m={args.m})")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        setting = {"backbone": args.backbone, "batch": args.batch, "size": args.size, "width": args.width,
+        setting = {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
+                   "backbone": args.backbone, "batch": args.batch, "size": args.size, "width": args.width,
                    "threads": args.threads, "repeats": args.repeats, "torch": torch.__version__,
                    "max_rel_diff_vs_opacus": info["max_rel_diff_vs_opacus"],
                    "max_rel_diff_grams": info.get("max_rel_diff_grams", float("nan")),
