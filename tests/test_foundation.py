@@ -263,6 +263,19 @@ def test_run_manifest(tmp_path):
     assert "git_commit" in m
 
 
+def test_run_manifest_from_a_dirty_tree_warns_loudly(tmp_path, monkeypatch, capsys):
+    from privkit.studies import figures
+
+    monkeypatch.setattr(figures, "git_commit", lambda: "0123abcd-dirty")
+    write_run_manifest(tmp_path, paper="isp", parameters={}, device="cpu")
+    err = capsys.readouterr().err
+    assert "WARNING" in err and "uncommitted changes" in err and "0123abcd-dirty" in err
+    assert json.loads((tmp_path / "run.json").read_text())["git_commit"] == "0123abcd-dirty"
+    monkeypatch.setattr(figures, "git_commit", lambda: "0123abcd")
+    write_run_manifest(tmp_path, paper="isp", parameters={}, device="cpu")
+    assert capsys.readouterr().err == ""
+
+
 def test_all_finite_is_exact_on_its_fast_and_slow_paths():
     from privkit._validate import all_finite
 

@@ -196,4 +196,8 @@ def write_run_manifest(out_dir: str | os.PathLike, *, paper: str, parameters: Ma
     with atomic_write(path, "w") as fh:
         json.dump(manifest, fh, indent=2, sort_keys=True)
         fh.write("\n")
+    if str(manifest["git_commit"]).endswith("-dirty"):  # loudly: such figures cannot be traced to a commit
+        print(f"WARNING: {path} records {manifest['git_commit']}: the working tree had uncommitted changes, so "
+              "these figures do not come from any commit; commit first, then regenerate them before committing "
+              "figures", file=sys.stderr)
     return path
