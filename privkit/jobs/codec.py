@@ -11,17 +11,17 @@ import torch
 
 from ..errors import InvalidArgumentError
 
-__all__ = ["encode_dataclass", "decode_dataclass", "encode_frame", "decode_frame"]
+__all__ = ["plain_json", "encode_dataclass", "decode_dataclass", "encode_frame", "decode_frame"]
 
 
-def _plain(value: Any) -> Any:
+def plain_json(value: Any) -> Any:
     """Provenance values as JSON: numpy arrays and scalars, ranges, tuples and paths become lists, numbers, strings."""
     import numpy as np
 
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, range)):
-        return [_plain(v) for v in value]
+        return [plain_json(v) for v in value]
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, np.generic):
@@ -49,9 +49,9 @@ def encode_dataclass(prefix: str, obj: Any, tensors: dict[str, torch.Tensor]) ->
             tensors.update({f"{prefix}.{f.name}.{k}": v for k, v in value.items()})
         elif isinstance(value, tuple):
             meta["tuples"].append(f.name)
-            meta[f.name] = _plain(value)
+            meta[f.name] = plain_json(value)
         else:
-            meta[f.name] = _plain(value)
+            meta[f.name] = plain_json(value)
     return meta
 
 
@@ -91,12 +91,13 @@ def encode_frame(prefix: str, frame: Any, tensors: dict[str, torch.Tensor]) -> d
     meta: dict[str, Any] = {"columns": [], "n": len(frame)}
     for i, name in enumerate(frame.columns):
         col = frame.iloc[:, i]
-        entry: dict[str, Any] = {"name": _plain(name), "dtype": str(col.dtype)}
+        entry: dict[str, Any] = {"name": plain_json(name), "dtype": str(col.dtype)}
         if _as_tensor_column(col.dtype):
             tensors[f"{prefix}.c{i}"] = torch.from_numpy(np.ascontiguousarray(col.to_numpy()).copy())
         else:
             missing = col.dtype != object  # a typed column's NaN is its missing value (None in JSON)
-            entry["values"] = [None if missing and isinstance(v, float) and v != v else _plain(v) for v in col.tolist()]
+            entry["values"] = [None if missing and isinstance(v, float) and v != v else plain_json(v)
+                               for v in col.tolist()]
         meta["columns"].append(entry)
     return meta
 

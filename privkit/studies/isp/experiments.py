@@ -46,9 +46,9 @@ from privkit.isp.protocol import EmbeddingSplits, VerificationProtocol, evaluate
 from privkit.isp.verification import VerificationPairs, pair_threshold, scan_pairs
 
 __all__ = [
-    "INPUT_MODES", "ERASERS", "PAPER_RIDGE_TAR", "PAPER_UTILITY", "embed_faces", "fit_eraser", "truncate_eraser",
-    "verification_table", "paired_tar_difference", "paired_comparison", "utility_table", "subspace_angles",
-    "attribution_tables", "ProjectedEncoder", "reference_threshold_from_embeddings", "INVERSION_ATTACKS",
+    "INPUT_MODES", "ERASERS", "PAPER_RIDGE_TAR", "PAPER_UTILITY", "embed_faces", "state_fingerprint", "fit_eraser",
+    "truncate_eraser", "verification_table", "paired_tar_difference", "paired_comparison", "utility_table",
+    "subspace_angles", "attribution_tables", "ProjectedEncoder", "reference_threshold_from_embeddings", "INVERSION_ATTACKS",
     "inversion_study", "AttackedEncoder", "InversionTargets", "InversionSettings", "rises_with_rank",
 ]
 
@@ -110,7 +110,7 @@ def embed_faces(encoder: torch.nn.Module, faces: FaceSet, *, input: Literal["ima
     if not cache:
         return compute()
     meta = faces.meta
-    extra = {"purpose": "isp", "weights_sha256": _state_fingerprint(encoder), "input": input, "n": len(faces),
+    extra = {"purpose": "isp", "weights_sha256": state_fingerprint(encoder), "input": input, "n": len(faces),
              "n_identities": faces.n_identities, "images_per_identity": meta.get("images_per_identity"),
              "size": int(faces.images.shape[-1]), "context_leakage": meta.get("context_leakage"),
              "nuisance_strength": meta.get("nuisance_strength")}
@@ -119,7 +119,7 @@ def embed_faces(encoder: torch.nn.Module, faces: FaceSet, *, input: Literal["ima
                              inputs=(faces.images, faces.box))
 
 
-def _state_fingerprint(module: torch.nn.Module) -> str:
+def state_fingerprint(module: torch.nn.Module) -> str:
     """sha256 of a module's parameters and buffers (so retrained weights never hit a stale cache entry)."""
     import hashlib
 

@@ -26,7 +26,7 @@ import torch
 from privkit.data.types import FaceSet
 from privkit.isp.projection import IdentityProjector, LeaceEraser
 from privkit.jobs import Executor, JobContext, JobResult, JobSpec, LocalExecutor, ResultStore, folder_fingerprint
-from privkit.jobs.codec import _plain, decode_dataclass, decode_frame, encode_dataclass, encode_frame
+from privkit.jobs.codec import decode_dataclass, decode_frame, encode_dataclass, encode_frame, plain_json
 from privkit.studies.isp import experiments as X
 from privkit.studies.isp import tables as T
 from privkit.studies.isp.presets import IspConfig
@@ -57,7 +57,7 @@ class StudyData:
 
 
 def _weights(encoders: Mapping[str, Any]) -> dict[str, str]:
-    return {f"weights:{n}": X._state_fingerprint(e) for n, e in sorted(encoders.items())}
+    return {f"weights:{n}": X.state_fingerprint(e) for n, e in sorted(encoders.items())}
 
 
 def study_spec(cfg: IspConfig, *, scale: str, seed: int, data_root: str | None,
@@ -65,7 +65,7 @@ def study_spec(cfg: IspConfig, *, scale: str, seed: int, data_root: str | None,
     """The store spec of the study data: the preset, scale and seed, the data root's file index and the weights of
     every loaded encoder (so that other weights never meet a stale entry)."""
     inputs = {"data_root": folder_fingerprint(data_root)} if data_root else {}  # given at the paper scales
-    params = {"paper": "isp", "part": "study data", "scale": scale, "seed": int(seed), "cfg": _plain(
+    params = {"paper": "isp", "part": "study data", "scale": scale, "seed": int(seed), "cfg": plain_json(
         dataclasses.asdict(cfg))}
     return JobSpec(kind="isp.study_data", params=params, inputs={**inputs, **_weights(encoders)},
                    label="isp study data")
@@ -140,7 +140,7 @@ def _one_thread() -> Iterator[None]:
 def _records(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Rows of dicts as JSON that keeps their key order (the store writes mappings with sorted keys)."""
     columns = list(rows[0]) if rows else []
-    return {"columns": columns, "values": [_plain([r[c] for c in columns]) for r in rows]}
+    return {"columns": columns, "values": [plain_json([r[c] for c in columns]) for r in rows]}
 
 
 def _unrecords(records: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -158,13 +158,13 @@ def _job_spec(kind: str, params: Mapping[str, Any], study_key: str, label: str) 
 
 def attribution_spec(cfg: IspConfig, lab: str, *, study_key: str, seed: int, data_root: str | None) -> JobSpec:
     """The ``isp.attribution`` job of one whole-image encoder (label ``"name [mode]"``)."""
-    return _job_spec("isp.attribution", {"label": lab, "cfg": _plain(dataclasses.asdict(cfg)), "seed": int(seed),
+    return _job_spec("isp.attribution", {"label": lab, "cfg": plain_json(dataclasses.asdict(cfg)), "seed": int(seed),
                                          "data_root": data_root}, study_key, f"isp attribution {lab}")
 
 
 def rank_sweep_spec(cfg: IspConfig, lab: str, *, study_key: str, seed: int, data_root: str | None) -> JobSpec:
     """The ``isp.rank_sweep`` job of one encoder (at the largest k and the lowest FAR the study data resolves)."""
-    return _job_spec("isp.rank_sweep", {"label": lab, "cfg": _plain(dataclasses.asdict(cfg)), "seed": int(seed),
+    return _job_spec("isp.rank_sweep", {"label": lab, "cfg": plain_json(dataclasses.asdict(cfg)), "seed": int(seed),
                                         "data_root": data_root}, study_key, f"isp rank sweep {lab}")
 
 
@@ -174,7 +174,7 @@ def inversion_spec(cfg: IspConfig, lab: str, *, module: str | None, mode: str, j
     the optimisation attack, None for regression attacks only), judged by ``judges`` (labels; their thresholds are
     set on the validation identities' embeddings in the study data)."""
     params = {"label": lab, "module": module, "mode": mode, "judges": list(judges),
-              "cfg": _plain(dataclasses.asdict(cfg)), "seed": int(seed), "data_root": data_root}
+              "cfg": plain_json(dataclasses.asdict(cfg)), "seed": int(seed), "data_root": data_root}
     return _job_spec("isp.inversion", params, study_key, f"isp inversion {lab}")
 
 

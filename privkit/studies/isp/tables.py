@@ -1,10 +1,12 @@
-"""The tables of the ISP notebook (``notebooks/isp.py``): each study's loop over encoders, and the tables built from it.
+"""The tables of the ISP notebook (``notebooks/isp.py``): each study's per-encoder step, and the tables built from it.
 
-The notebook calls these in order — :func:`embed_encoders` → :func:`leakage_study` →
-:func:`leakage_wide` / :func:`paper_reference_table` / :func:`paired_leakage` → :func:`attribution_study` →
-:func:`rank_sweep` → :func:`utility_summary` / :func:`baseline_table` → :func:`subspace_table` →
-:func:`run_inversion` — and prints or saves what they return. The single-encoder building blocks they loop over
-live in :mod:`privkit.studies.isp.experiments`.
+The notebook calls these in order — :func:`embed_encoders` → :func:`resolvable_fars` → :func:`leakage_study` →
+:func:`leakage_wide` / :func:`paper_reference_table` / :func:`paired_leakage` → (as jobs,
+:mod:`privkit.studies.isp.jobs`) :func:`attribution_one` per encoder → :func:`attribution_summary`;
+:func:`rank_sweep_one` per encoder → :func:`rank_sweep_tables` → :func:`utility_summary` / :func:`baseline_table`;
+→ :func:`subspace_table`; :func:`inversion_setup` and :func:`inversion_attacked` per encoder →
+:func:`inversion_table` — and prints or saves what they return. The single-encoder building blocks live in
+:mod:`privkit.studies.isp.experiments`.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from privkit.studies.isp import experiments as X
 from privkit.studies.isp.presets import IspConfig
 
 __all__ = [
-    "EmbeddedEncoders", "ResolvableFars", "resolvable_fars", "lowest_resolvable_far", "LeakageStudy", "RankSweep", "InversionRun", "embed_encoders", "leakage_study", "leakage_wide",
+    "EmbeddedEncoders", "ResolvableFars", "resolvable_fars", "lowest_resolvable_far", "LeakageStudy", "RankSweep",
+    "InversionRun", "embed_encoders", "leakage_study", "leakage_wide",
     "format_leakage", "paper_reference_table", "paired_leakage", "describe_paired_leakage", "raw_leakers",
     "attribution_one", "attribution_summary", "SweepInputs", "sweep_inputs", "rank_sweep_one", "rank_sweep_tables",
     "utility_summary", "baseline_table", "subspace_table", "inversion_roles", "inversion_setup", "inversion_attacked",
