@@ -93,10 +93,11 @@ def test_rank_sweep_jobs_equal_the_direct_sweep_and_a_rerun_reads_the_store(tmp_
     parts = []
     for lab in data.emb:
         r_main = min(cfg.isp_rank, data.fits[lab]["ISP-W"].rank, data.fits[lab]["ISP-X"].rank)
-        parts.append(T.rank_sweep_one(cfg, lab, faces=faces, masks=masks, embeddings=data.emb[lab],
-                                      encoder=encoders[lab.split(" ")[0]], fit_w=data.fits[lab]["ISP-W"],
-                                      isp_x=X.truncate_eraser(data.fits[lab]["ISP-X"], r_main), shared=shared,
-                                      k_max=max(cfg.ks), far=far, seed=0))
+        with J._one_thread():  # as the jobs run: one thread, so that any CPU and thread count give equal bits
+            parts.append(T.rank_sweep_one(cfg, lab, faces=faces, masks=masks, embeddings=data.emb[lab],
+                                          encoder=encoders[lab.split(" ")[0]], fit_w=data.fits[lab]["ISP-W"],
+                                          isp_x=X.truncate_eraser(data.fits[lab]["ISP-X"], r_main), shared=shared,
+                                          k_max=max(cfg.ks), far=far, seed=0))
     want = T.rank_sweep_tables(parts)
     pd.testing.assert_frame_equal(got.sweep, want.sweep, check_exact=True)
     pd.testing.assert_frame_equal(got.util, want.util, check_exact=True)
@@ -115,7 +116,9 @@ def test_attribution_and_inversion_jobs_equal_the_direct_calls(tmp_path, ctx):
     store = _store(tmp_path, cfg, encoders, data)
     attr, notes = J.attribution_study(cfg, encoders, store=store, scale="smoke")
     pool = faces.subset(masks["val"] | masks["test"])
-    want, want_notes = T.attribution_summary([("pixels [image]", T.attribution_one(cfg, encoders["pixels"], pool))])
+    with J._one_thread():
+        want, want_notes = T.attribution_summary([("pixels [image]",
+                                                   T.attribution_one(cfg, encoders["pixels"], pool))])
     for k in ("table3", "fii", "cpi", "bstar"):
         pd.testing.assert_frame_equal(attr[k], want[k], check_exact=True)
     assert notes == want_notes
@@ -127,8 +130,9 @@ def test_attribution_and_inversion_jobs_equal_the_direct_calls(tmp_path, ctx):
     attacked = T.inversion_attacked(lab, encoders["pixels"], data.emb[lab],
                                     X.truncate_eraser(data.fits[lab]["ISP-W"], r_main), mode="image", tgt=tgt, aux=aux)
     taus = J.judge_thresholds(cfg, data, ["dlib-resnet-fr [box]"])
-    rows, recs = X.inversion_study(attacked, targets, {"dlib-resnet-fr": encoders["dlib-resnet-fr"]}, taus,
-                                   settings=settings, seed=0)
+    with J._one_thread():
+        rows, recs = X.inversion_study(attacked, targets, {"dlib-resnet-fr": encoders["dlib-resnet-fr"]}, taus,
+                                       settings=settings, seed=0)
     pd.testing.assert_frame_equal(inv.table, T.inversion_table(cfg, rows.to_dict("records")), check_exact=True)
     assert inv.taus == taus and set(inv.recs) == set(recs)
     assert all(torch.equal(inv.recs[k], recs[k]) for k in recs)

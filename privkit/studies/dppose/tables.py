@@ -105,28 +105,28 @@ CONTROL_METHODS = ("dpsgd", "projected")
 
 
 def control_run(method: str, data: X.DesignData, settings: X.DesignSettings, *, clip: float, k: int, seed: int,
-                device: Any, warm_model: torch.nn.Module | None = None) -> float:
+                device: Any) -> float:
     """PCKh@0.5 of one no-noise control: ``method`` (DP-SGD or projected DP-SGD) retrained from the warm start with
     the same clipping, sampling, subspace and steps but noise multiplier 0 (not private: a diagnosis only).
 
     Args:
-        data: the design's private, test and public sets; its ``warm_state`` (loaded into ``data.make_model(seed)``)
-            is the start unless ``warm_model`` is given.
+        data: the design's private, test and public sets; its ``warm_state``, loaded into ``data.make_model(seed)``,
+            is the start.
     """
     if method not in CONTROL_METHODS:
         raise InvalidArgumentError(f"method must be one of {CONTROL_METHODS}, got {method!r}")
     private, test, public = data.private_set, data.test_set, data.public_set
     if public is None:
         raise InsufficientDataError("data.public_set: the projected control needs the public set")
-    if warm_model is None and data.warm_state is None:
-        raise InvalidArgumentError("control_run needs the warm start: data.warm_state or warm_model")
+    if data.warm_state is None:
+        raise InvalidArgumentError("control_run needs the warm start: data.warm_state")
     n_public = min(check_int("n_public_grads", settings.n_public_grads, minimum=1), len(public))
     schedule = Schedule(epochs=settings.epochs, batch_size=settings.batch_size, lr=settings.lr)
     pub = PublicSpec(public_set=public, k=min(k, n_public), n_public=n_public, refresh=settings.refresh) \
         if method == "projected" else None
-    start, warm = (warm_model, None) if warm_model is not None else (data.make_model(seed), data.warm_state)
-    ctrl = train(start, private, method=method, dp=DPSpec(noise_multiplier=0.0, delta=settings.delta, clip=clip),
-                 public=pub, schedule=schedule, seed=seed, device=device, warm_start=warm)
+    ctrl = train(data.make_model(seed), private, method=method,
+                 dp=DPSpec(noise_multiplier=0.0, delta=settings.delta, clip=clip), public=pub, schedule=schedule,
+                 seed=seed, device=device, warm_start=data.warm_state)
     return evaluate_pckh(ctrl.model, test).mean
 
 

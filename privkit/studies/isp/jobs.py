@@ -227,11 +227,10 @@ def _rank_sweep_job(params: Mapping[str, Any], ctx: JobContext) -> JobResult:
     study, cfg, lab = _study(ctx), _cfg(params), params["label"]
     shared = T.sweep_inputs(cfg, study.faces, study.masks, seed=params["seed"])
     far = T.lowest_resolvable_far(cfg, study.faces.identity, study.masks)
-    r_main = min(cfg.isp_rank, study.fits[lab]["ISP-W"].rank, study.fits[lab]["ISP-X"].rank)
     sweep, util, imnet, notes = T.rank_sweep_one(
         cfg, lab, faces=study.faces, masks=study.masks, embeddings=study.emb[lab],
         encoder=_encoder(lab.split(" ")[0], ctx.device, params["data_root"]), fit_w=study.fits[lab]["ISP-W"],
-        isp_x=X.truncate_eraser(study.fits[lab]["ISP-X"], r_main), shared=shared, k_max=max(cfg.ks),
+        isp_x=T.main_projectors(cfg, study.fits[lab])["ISP-X"], shared=shared, k_max=max(cfg.ks),
         far=far, seed=params["seed"])
     tensors: dict[str, torch.Tensor] = {}
     return JobResult(data={"sweep": encode_frame("sweep", sweep, tensors), "util": encode_frame("util", util, tensors),
@@ -247,8 +246,7 @@ def inversion_job(params: Mapping[str, Any], ctx: JobContext) -> JobResult:
 def _inversion_job(params: Mapping[str, Any], ctx: JobContext) -> JobResult:
     study, cfg, lab = _study(ctx), _cfg(params), params["label"]
     tgt, aux, data, settings = T.inversion_setup(cfg, study.faces, study.masks, seed=params["seed"])
-    r_main = min(cfg.isp_rank, study.fits[lab]["ISP-W"].rank, study.fits[lab]["ISP-X"].rank)
-    isp_w = X.truncate_eraser(study.fits[lab]["ISP-W"], r_main)
+    isp_w = T.main_projectors(cfg, study.fits[lab])["ISP-W"]
     module = None if params["module"] is None else _encoder(params["module"], ctx.device, params["data_root"])
     attacked = T.inversion_attacked(lab, module, study.emb[lab], isp_w, mode=params["mode"], tgt=tgt, aux=aux)
     taus = judge_thresholds(cfg, study, params["judges"])
@@ -261,7 +259,7 @@ def _inversion_job(params: Mapping[str, Any], ctx: JobContext) -> JobResult:
 # ---------------------------------------------------------------------------------------------- the notebook's studies
 def _labels(cfg: IspConfig, encoders: Mapping[str, Any]) -> list[str]:
     """The labels of the preset's encoders that are loaded, in the preset's order (what the notebook embeds)."""
-    return [f"{n} [{m}]" for n, m in (e.split(":") for e in cfg.encoders) if n in encoders]
+    return T.preset_labels(cfg.encoders, encoders)
 
 
 def planned_specs(cfg: IspConfig, encoders: Mapping[str, Any], *, scale: str, seed: int,
@@ -276,7 +274,7 @@ def planned_specs(cfg: IspConfig, encoders: Mapping[str, Any], *, scale: str, se
     key, labels = study.key(), _labels(cfg, encoders)
     biometric = [lab for lab in labels if encoders[lab.split(" ")[0]].kind == "face-recognition"]
     judge_labs, contrast = T.inversion_roles(labels, biometric)
-    attribution = [f"{n} [{m}]" for n, m in (e.split(":") for e in cfg.attribution_encoders) if n in encoders]
+    attribution = T.preset_labels(cfg.attribution_encoders, encoders)
     who, _ = T.inversion_attacks(cfg, labels, contrast)
     common = {"study_key": key, "seed": seed, "data_root": data_root}
     return {"study": [study],
@@ -295,7 +293,7 @@ def attribution_study(cfg: IspConfig, encoders: Mapping[str, Any], *, store: Res
     executor = executor or LocalExecutor()
     specs = planned_specs(cfg, encoders, scale=scale, seed=seed, data_root=data_root)["attribution"]
     got = {s.params["label"]: r for s, r in zip(specs, executor.run(specs, store, progress=progress))}
-    labs = [f"{n} [{m}]" for n, m in (e.split(":") for e in cfg.attribution_encoders)]
+    labs = T.preset_labels(cfg.attribution_encoders)
     return T.attribution_summary([(lab, _decode_attribution(got[lab]) if lab in got else None) for lab in labs])
 
 

@@ -29,7 +29,7 @@ from privkit.studies.isp import experiments as X
 from privkit.studies.isp.presets import IspConfig
 
 __all__ = [
-    "EmbeddedEncoders", "ResolvableFars", "resolvable_fars", "lowest_resolvable_far", "LeakageStudy", "RankSweep",
+    "preset_labels", "main_projectors", "EmbeddedEncoders", "ResolvableFars", "resolvable_fars", "lowest_resolvable_far", "LeakageStudy", "RankSweep",
     "InversionRun", "embed_encoders", "leakage_study", "leakage_wide",
     "format_leakage", "paper_reference_table", "paired_leakage", "describe_paired_leakage", "raw_leakers",
     "attribution_one", "attribution_summary", "SweepInputs", "sweep_inputs", "rank_sweep_one", "rank_sweep_tables",
@@ -146,6 +146,19 @@ def lowest_resolvable_far(cfg: IspConfig, identity: torch.Tensor, masks: Mapping
 # ---------------------------------------------------------------------------------------------------------------------
 # 1. Leakage before and after ISP
 # ---------------------------------------------------------------------------------------------------------------------
+def preset_labels(specs: Sequence[str], loaded: Any = None) -> list[str]:
+    """``"name [mode]"`` labels of preset encoder specs ``"name:mode"`` (only those whose name is in ``loaded``, when
+    given), in the preset's order."""
+    out = [f"{n} [{m}]" for n, m in (e.split(":") for e in specs)]
+    return out if loaded is None else [lab for lab in out if lab.split(" ")[0] in loaded]
+
+
+def main_projectors(cfg: IspConfig, fits: Mapping[str, Any]) -> dict[str, Any]:
+    """One encoder's ISP-W / ISP-X fits cut to the main rank: ``cfg.isp_rank`` capped by both fits' ranks."""
+    r_main = min(cfg.isp_rank, fits["ISP-W"].rank, fits["ISP-X"].rank)
+    return {k: X.truncate_eraser(v, r_main) for k, v in fits.items()}
+
+
 @dataclass
 class LeakageStudy:
     """What :func:`leakage_study` returns.
@@ -182,8 +195,8 @@ def leakage_study(cfg: IspConfig, labels: Sequence[str], splits: Mapping[str, Ma
         # ISP-W fitted once at the full numerical rank (≤ min(d, m − 1)) and cut to every rank of the sweep
         fits[lab] = {"ISP-W": X.fit_eraser("isp", tr_emb, tr_id, rank=None),
                      "ISP-X": X.fit_eraser("isp", emb_other[lab], other_identity, rank=min(cfg.isp_rank, r_max_x, d))}
-        r_main = min(cfg.isp_rank, fits[lab]["ISP-W"].rank, fits[lab]["ISP-X"].rank)
-        projectors[lab] = {k: X.truncate_eraser(v, r_main) for k, v in fits[lab].items()}
+        projectors[lab] = main_projectors(cfg, fits[lab])
+        r_main = projectors[lab]["ISP-W"].rank
         tr = {"raw": None, **projectors[lab]}
         lin = [p for p in cfg.probes if p != "mlp"]
         t, res = X.verification_table(splits[lab], tr, probes=lin, ks=cfg.ks, fars=cfg.fars, n_boot=cfg.n_boot,
