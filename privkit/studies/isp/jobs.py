@@ -217,6 +217,19 @@ def _decode_attribution(result: JobResult) -> dict[str, Any]:
             "bstar": bstar}
 
 
+_SWEEP_INPUTS: dict[tuple[str, int], T.SweepInputs] = {}
+
+
+def _sweep_inputs(study_key: str, cfg: IspConfig, study: StudyData, seed: int) -> T.SweepInputs:
+    """The inputs every encoder's sweep shares, built once per study in a process (the local executor runs every
+    encoder's job in the notebook's kernel); only the latest study's are kept."""
+    key = (study_key, int(seed))
+    if key not in _SWEEP_INPUTS:
+        _SWEEP_INPUTS.clear()
+        _SWEEP_INPUTS[key] = T.sweep_inputs(cfg, study.faces, study.masks, seed=seed)
+    return _SWEEP_INPUTS[key]
+
+
 def rank_sweep_job(params: Mapping[str, Any], ctx: JobContext) -> JobResult:
     """The ``isp.rank_sweep`` job: one encoder's TAR and utility against the rank (ISP-W, LEACE, INLP)."""
     with _one_thread():
@@ -225,7 +238,7 @@ def rank_sweep_job(params: Mapping[str, Any], ctx: JobContext) -> JobResult:
 
 def _rank_sweep_job(params: Mapping[str, Any], ctx: JobContext) -> JobResult:
     study, cfg, lab = _study(ctx), _cfg(params), params["label"]
-    shared = T.sweep_inputs(cfg, study.faces, study.masks, seed=params["seed"])
+    shared = _sweep_inputs(ctx.spec.inputs["study"], cfg, study, params["seed"])
     far = T.lowest_resolvable_far(cfg, study.faces.identity, study.masks)
     sweep, util, imnet, notes = T.rank_sweep_one(
         cfg, lab, faces=study.faces, masks=study.masks, embeddings=study.emb[lab],
