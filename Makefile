@@ -47,7 +47,7 @@ figures: $(STAMP)
 ## (every assignment built; solutions full marks, blanks none, each wrong answer loses its question); then every notebook at
 ## smoke scale through nbval, then checks of the files they wrote; then the paper path: a miniature data root in the
 ## real on-disk formats (python -m privkit rehearsal-root) and every notebook at the rehearsal scale on it; then the
-## ISP, DP-pose and SynthesisNet rehearsal again through a single-node Slurm it starts (slurm-check); then every
+## rehearsal of all four papers again through a single-node Slurm it starts (slurm-check); then every
 ## notebook opened in JupyterLab by a headless Chromium, run to its interactive section (screenshots in build/browser).
 test: $(STAMP)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) tests
@@ -73,14 +73,14 @@ test: $(STAMP)
 
 ## Part of `make test`, after the rehearsal run it compares with: the slurm executor against a real single-node
 ## Slurm cluster on this machine (tools/slurm/cluster.sh installs Debian's slurm-wlm and munge when missing and
-## starts munged, slurmctld and slurmd; it fails, saying so, without root): the rehearsal ISP, DP-pose and
+## starts munged, slurmctld and slurmd; it fails, saying so, without root): the rehearsal ISP, DP-pose, ScoreShield and
 ## SynthesisNet notebooks again with --executor slurm (two CPUs a job, as the in-process run's two threads; the ISP
 ## jobs use one, as its kernel does), then tests/slurm: those tables equal the in-process ones, a failing job is
 ## reported with its log while the others finish, and a cancelled job is the only one a re-run submits.
 slurm-check: $(STAMP)
 	@eval "$$(bash tools/slurm/cluster.sh start $(SLURM_STATE) | tail -n 1)" && \
 	rm -rf build/rehearsal-slurm && \
-	$(PY) -m privkit reproduce --scale rehearsal --data-root build/rehearsal-root --paper isp dppose synthesisnet \
+	$(PY) -m privkit reproduce --scale rehearsal --data-root build/rehearsal-root --paper isp dppose scoreshield synthesisnet \
 	  --executor slurm --cpus-per-job 2 --time-min 30 --out build/rehearsal-slurm && \
 	PRIVKIT_SLURM_TESTS=1 $(PY) -m pytest -q -p no:cacheprovider tests/slurm
 

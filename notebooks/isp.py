@@ -68,16 +68,13 @@ import torch
 import privkit
 from privkit.config import PAPER_DATA_SCALES, SMALL_SCALES
 from privkit.studies import guards as G
-from privkit.data import load_faces
-from privkit.data.paper.celeba import load_celeba
-from privkit.data.paper.identity_folders import IdentitySelection
-from privkit.data.paper.vggface2 import load_vggface2
 from privkit.data.splits import identity_splits
 from privkit.isp.inversion import describe_inversion_evidence
 from privkit.studies import claims as C
 from privkit.studies.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
 from privkit.studies.isp import claims as IC
 from privkit.jobs import make_executor, store_for
+from privkit.studies.embedding import Jobs, load_source
 from privkit.studies.isp import experiments as X
 from privkit.studies.isp import jobs as J
 from privkit.studies.isp import plots as P
@@ -103,24 +100,17 @@ print(cfg)
 
 # %%
 with timer("embeddings"):
+    # every (face set, encoder) embedding is a job, and so are the attribution, rank sweep and inversion below: run by
+    # `executor` unless already in the store
+    store, jobs = store_for(out_dir, store_dir), make_executor(executor, device=device, **(executor_options or {}))
     if scale in PAPER_DATA_SCALES:
         print(G.plan_paper_run("isp", cfg, data_root, device=device).text())  # check inputs, plan, probe
-        faces = load_celeba(data_root, selection=IdentitySelection(
-            min_images=cfg.images_per_identity, n_identities=cfg.n_identities,
-            images_per_identity=cfg.images_per_identity), size=cfg.face_size, seed=seed)
-        other = load_vggface2(data_root, split="test", selection=IdentitySelection(
-            min_images=cfg.transfer_images, n_identities=cfg.transfer_identities,
-            images_per_identity=cfg.transfer_images), size=cfg.face_size, seed=seed)
-    else:
-        faces = load_faces(cfg.face_set, n_identities=cfg.n_identities, images_per_identity=cfg.images_per_identity,
-                           size=cfg.face_size, context_leakage=cfg.context_leakage, seed=seed)
-        other = load_faces(cfg.transfer_set, n_identities=cfg.transfer_identities,
-                           images_per_identity=cfg.transfer_images, size=cfg.face_size,
-                           context_leakage=cfg.context_leakage, seed=seed)
+    sources = T.face_sources(cfg, paper_data=scale in PAPER_DATA_SCALES, seed=seed, data_root=data_root)
+    faces, other = (load_source(src) for src in sources)
     parts = identity_splits(faces.identity, counts=cfg.split_counts, seed=seed)
     masks = {k: torch.isin(faces.identity, v) for k, v in parts.items()}
-    embedded = T.embed_encoders(cfg, faces, other, device=dev, data_root=data_root, seed=seed,
-                                progress=scale not in SMALL_SCALES)
+    embedded = T.embed_encoders(cfg, faces, other, device=dev, data_root=data_root, seed=seed, sources=sources,
+                                jobs=Jobs(store, jobs, progress=scale not in SMALL_SCALES))
     for line in embedded.skipped:
         print(line)
     encoders, emb, emb_other = embedded.encoders, embedded.emb, embedded.emb_other
@@ -164,9 +154,8 @@ with timer("leakage"):
     r_max_w = min(max(cfg.ranks), len(parts["train"]) - 1)
     study = T.leakage_study(cfg, labels, splits, emb_other, other.identity, seed=seed)
     fits, projectors, leak, cells = study.fits, study.projectors, study.leak, study.cells
-    # attribution, rank sweep and inversion are jobs, run by `executor` unless already in the store; what they share
-    # (the faces, the splits, the embeddings, the fits) is stored once
-    store, jobs = store_for(out_dir, store_dir), make_executor(executor, device=device, **(executor_options or {}))
+    # what the attribution, rank sweep and inversion jobs share (the faces, the splits, the embeddings, the fits) is
+    # stored once
     J.share_encoders(encoders, device=dev, data_root=data_root)
     J.save_study(J.study_spec(cfg, scale=scale, seed=seed, data_root=data_root, encoders=encoders),
                  J.StudyData(faces, masks, emb, fits), store, jobs)

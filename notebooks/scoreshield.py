@@ -51,6 +51,9 @@ seed = 0
 data_root = None
 device = "auto"
 out_dir = "figures/scoreshield"
+executor = "local"
+executor_options = None
+store_dir = None
 
 # %%
 import math
@@ -62,8 +65,10 @@ import torch
 import privkit
 from privkit.config import PAPER_DATA_SCALES, SMALL_SCALES
 from privkit.encoders import load_encoder
+from privkit.jobs import make_executor, store_for
 from privkit.scoreshield import release_scores, synthetic_score_families
 from privkit.studies import guards as G
+from privkit.studies.embedding import Jobs, load_source
 from privkit.studies.figures import SectionTimer, save_figure, save_table, set_theme, write_run_manifest
 from privkit.studies.scoreshield import claims as SC
 from privkit.studies.scoreshield import faces as F
@@ -77,7 +82,7 @@ torch.set_num_threads(1)  # the matrices here are small: threads cost more than 
 set_theme()
 timer = SectionTimer()
 pd.set_option("display.width", 160, "display.max_columns", 30, "display.precision", 4)
-print(f"scale={scale} seed={seed} device={dev}")
+print(f"scale={scale} seed={seed} device={dev} executor={executor}")
 print(cfg)
 
 # %% [markdown]
@@ -105,42 +110,49 @@ E.panel(E.scoreshield_view, E.scoreshield_controls(epsilon=cfg.verification_epsi
 # margin would be a few hundredths and any DP noise would erase it.
 
 # %%
-from privkit.data import load_faces
 from privkit.data.paper.lfw import load_lfw
 
 with timer("embeddings"):
+    # every (face set, backbone) embedding is a job, run by `executor` unless already in the store
+    jobs = Jobs(store_for(out_dir, store_dir), make_executor(executor, device=device, **(executor_options or {})),
+                progress=scale not in SMALL_SCALES)
+    sources, imp_source = F.face_sources(cfg, paper_data=scale in PAPER_DATA_SCALES, seed=seed,
+                                         data_root=data_root)
     fr = load_encoder("dlib-resnet-fr", device="cpu")
     lfw, paper_inputs = None, {}
     if scale in PAPER_DATA_SCALES:  # LFW's official View-2 protocol: pairs.txt, 10 folds of 300 + 300 pairs
         plan = G.plan_paper_run("scoreshield", cfg, data_root, device=device)  # check inputs, plan, probe
         print(plan.text())
         paper_inputs = plan.resources  # the IJB protocols and MovieLens, read once by the checks
-        lfw = load_lfw(data_root, size=cfg.face_size)
+        lfw = load_lfw(data_root, **sources[cfg.face_set].args)
         faces = lfw.faces
     else:
-        faces = load_faces(cfg.face_set, n_identities=cfg.n_identities, images_per_identity=cfg.images_per_identity,
-                           size=cfg.face_size, seed=seed)
-    emb = F.embed_face_set(fr, faces, size=cfg.face_size, scale=scale, seed=seed)
+        faces = load_source(sources[cfg.face_set])
+    emb, fte = F.embed_main(fr, faces, sources[cfg.face_set], size=cfg.face_size, scale=scale, seed=seed, jobs=jobs)
     print(f"{faces.name}: {len(faces)} images of {faces.n_identities} identities; "
-          f"dlib failures to enrol: {fr.failures_to_enrol} (faces are given by their exact boxes)")
+          f"dlib failures to enrol: {fte} (faces are given by their exact boxes)")
     # [I] LFW's protocol has no training identities: centre on all its images (label-free, 10 folds alike)
     is_train = F.training_mask(faces.identity, seed=seed) if lfw is None else torch.zeros(len(faces), dtype=torch.bool)
     femb = F.centre_embeddings(emb, is_train if lfw is None else None)
     eval_emb, eval_id = femb[~is_train], faces.identity[~is_train]
     print(F.centring_summary(emb[~is_train], eval_emb, eval_id))
 
-    # Table 1's backbones on each of its face sets, each centred on its own training identities as above
+# %% [markdown]
+# Table 1's backbones on each of its face sets, each centred on its own training identities as above, and the
+# impostor set.
+
+# %%
+with timer("embeddings"):
     encoders = {fr.name: fr, **{n: load_encoder(n, device="cpu") for n in cfg.face_encoders if n != fr.name}}
-    ver_sets = F.load_verification_sets((faces, is_train), main_name=cfg.face_set, names=cfg.verification_sets,
-                                        n_identities=cfg.n_identities, images_per_identity=cfg.images_per_identity,
-                                        size=cfg.face_size, seed=seed)
-    t1_data = F.embed_verification_sets(encoders, ver_sets, encoder_names=cfg.face_encoders, size=cfg.face_size,
-                                        scale=scale, seed=seed, centre_all=faces if lfw is not None else None)
+    ver_sets = F.load_verification_sets((faces, is_train), main_name=cfg.face_set, sources=sources, seed=seed)
+    t1_data = F.embed_verification_sets(encoders, ver_sets, sources=sources, encoder_names=cfg.face_encoders,
+                                        size=cfg.face_size, scale=scale, seed=seed,
+                                        centre_all=faces if lfw is not None else None, jobs=jobs)
     # [I] the impostor side of every false-match rate in Table 1: all pairs of a set of distinct people, embedded
     # by the same backbone and centred on its own mean (label-free: the verification sets' centres come from
     # another image domain)
-    imp_pairs, imp_text = F.embed_impostor_set(encoders, encoder_names=cfg.face_encoders, name=cfg.impostor_set,
-                                               n_identities=cfg.impostor_identities, size=cfg.face_size, seed=seed)
+    imp_pairs, imp_text = F.embed_impostor_set(encoders, encoder_names=cfg.face_encoders, source=imp_source,
+                                               size=cfg.face_size, seed=seed, jobs=jobs)
     print("\n".join(filter(None, [imp_text, *F.face_set_summary(t1_data, imp_pairs)])))
 
 # %% [markdown]

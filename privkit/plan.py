@@ -5,10 +5,11 @@ At the paper and rehearsal scales the paper's inputs are checked first (:func:`~
 one error listing everything missing, before anything runs) and the existing timing probes
 (:func:`~privkit.studies.guards.plan_paper_run`) time the preset's training steps and encoders on the device the plan
 runs on; each DP pose job's estimate is its steps times its method's seconds per step (plus its subspace refreshes),
-each SynthesisNet job's its images over the probed throughput, each ISP job's its encoder forward passes
+each SynthesisNet job's its images over the probed throughput, each embedding job's (ISP, ScoreShield) its set's
+images times the probed seconds per image, each other ISP job's its encoder forward passes
 (:func:`isp_forward_passes`) times the probed seconds per image. Run it on a GPU node to get GPU-hours; on a CPU it
-says CPU-hours. The ISP embeddings and leakage study, and all of ScoreShield, run in the notebook's kernel; the plan
-adds the probe's estimate of their embedding time.
+says CPU-hours. What still runs in a notebook's kernel (ISP's leakage study, ScoreShield's releases and IJB templates)
+is not estimated.
 """
 
 from __future__ import annotations
@@ -129,13 +130,48 @@ def isp_forward_passes(cfg: Any, kind: str, label: str, *, module: str | None = 
     return {}
 
 
+def _embed_rows(specs: Sequence[tuple[Any, int | None]], probe: dict[str, float],
+                store: ResultStore) -> list[tuple[str, str, float | None]]:
+    """``faces.embed`` jobs: each set's images (None: not counted) times the probed seconds per image."""
+    rows = []
+    for spec, n in specs:
+        per = probe.get(f"embed {spec.params['encoder']}")
+        rows.append((spec.label, store.status(spec), n * per if n is not None and per is not None else None))
+    return rows
+
+
+def _scoreshield(cfg: Any, plan: Any, *, scale: str, seed: int, data_root: str | None, device: str,
+                 store: ResultStore) -> list[tuple[str, str, float | None]]:
+    from .encoders import load_encoder
+    from .studies.scoreshield.faces import planned_embeddings
+
+    names = dict.fromkeys(("dlib-resnet-fr", *cfg.face_encoders))
+    encoders = {n: load_encoder(n, device="cpu", data_root=data_root) for n in names}
+    probe = plan.probe if plan is not None else {}
+    lfw = plan.counts.get("LFW images") if plan is not None else None
+
+    def images(src: Any) -> int | None:
+        if src.loader == "load_lfw":
+            return lfw
+        a = src.args
+        per = a.get("images_per_identity") or (1 if src.args["name"] == cfg.impostor_set else None)
+        return a["n_identities"] * per if a.get("n_identities") and per else None
+
+    return _embed_rows([(spec, images(src)) for spec, src in planned_embeddings(
+        cfg, encoders, scale=scale, paper_data=scale in PAPER_DATA_SCALES, seed=seed, data_root=data_root)], probe,
+        store)
+
+
 def _isp(cfg: Any, plan: Any, encoders: dict[str, Any], *, scale: str, seed: int, data_root: str | None,
          store: ResultStore) -> list[tuple[str, str, float | None]]:
     from .studies.isp import jobs as J
 
     probe = plan.probe if plan is not None else {}
-    rows = []
-    specs = J.planned_specs(cfg, encoders, scale=scale, seed=seed, data_root=data_root)
+    specs = J.planned_specs(cfg, encoders, scale=scale, seed=seed, data_root=data_root,
+                            paper_data=scale in PAPER_DATA_SCALES)
+    n_main = plan.counts.get("images") if plan is not None else None
+    sizes = [n_main, cfg.transfer_identities * cfg.transfer_images]  # each encoder embeds the main set, the other set
+    rows = _embed_rows([(s, sizes[i % 2]) for i, s in enumerate(specs["embed"])], probe, store)
     for spec in specs["attribution"] + specs["rank_sweep"] + specs["inversion"]:
         p = spec.params
         passes = isp_forward_passes(cfg, spec.kind, p["label"], module=p.get("module"), judges=p.get("judges", ()))
@@ -180,13 +216,17 @@ def plan_papers(papers: Sequence[str], *, scale: str, seed: int = 0, data_root: 
             out.jobs = _synthesisnet(cfg, rp, scale=scale, seed=seed, data_root=data_root, store=store)
         elif p == "isp":
             out.jobs = _isp(cfg, rp, encoders, scale=scale, seed=seed, data_root=data_root, store=store)
-            out.kernel_seconds = rp.estimate_seconds if rp is not None and rp.probe else None
-            out.notes.append("the embeddings and the leakage study run in the notebook's kernel (the estimate adds "
-                             "the probe's embedding time); each job's estimate counts its encoder forward passes")
+            out.kernel_seconds = 0.0
+            out.notes.append("each (face set, encoder) embedding is a job (the set's images times the probed seconds "
+                             "per image); the leakage study runs in the notebook's kernel (its probes' fits are not "
+                             "estimated); each other job's estimate counts its encoder forward passes")
         else:
-            out.kernel_seconds = rp.estimate_seconds if rp is not None and rp.probe else None
-            out.notes.append("not split into jobs yet: its embeddings and studies run in the notebook's kernel "
-                             "(the estimate is the probe's embedding time)")
+            out.jobs = _scoreshield(cfg, rp, scale=scale, seed=seed, data_root=data_root, device=dev, store=store)
+            out.kernel_seconds = 0.0
+            out.notes.append("each (face set, backbone) embedding is a job (its estimate: the set's images times the "
+                             "probed seconds per image; a set whose size is known only once loaded is not estimated); "
+                             "the releases and, at the paper scale, the IJB templates run in the notebook's kernel "
+                             "(not estimated)")
         plans.append(out)
     return plans
 

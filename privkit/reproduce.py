@@ -72,7 +72,7 @@ def _to_notebook(src: Path, dst: Path) -> Path:
 
 
 #: The papers whose notebooks run their expensive units as jobs (they take the ``executor`` parameters).
-JOB_PAPERS: tuple[str, ...] = ("isp", "dppose", "synthesisnet")
+JOB_PAPERS: tuple[str, ...] = ("isp", "dppose", "scoreshield", "synthesisnet")
 
 
 def _parameters(scale: str, seed: int, data_root: str | None, device: str, out_dir: Path, paper: str = "",

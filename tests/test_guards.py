@@ -143,9 +143,9 @@ def test_plan_lists_every_job_with_status_and_estimate(root, tmp_path):
     cfg = config.load("dppose", "rehearsal")
     planned = J.planned_jobs(cfg, scale="rehearsal", seed=0, data_root=str(root))
     store.save(planned[0][2], JobResult(data={"pretend": True}))  # as if the first run had been trained
-    plans = plan_papers(["dppose", "synthesisnet", "isp"], scale="rehearsal", data_root=str(root), device="cpu",
-                        store=store)
-    dp, sn, isp = plans
+    plans = plan_papers(["dppose", "synthesisnet", "isp", "scoreshield"], scale="rehearsal", data_root=str(root),
+                        device="cpu", store=store)
+    dp, sn, isp, ss = plans
     n_dp = len(planned) + 2  # the training runs and the two no-noise controls
     assert len(dp.jobs) == n_dp and dp.counts() == {"done": 1, "failed": 0, "missing": n_dp - 1}
     assert [label for label, _, _ in dp.jobs[-2:]] == ["[controls] dppose dpsgd no-noise control",
@@ -154,10 +154,19 @@ def test_plan_lists_every_job_with_status_and_estimate(root, tmp_path):
     assert dp.remaining_seconds() == pytest.approx(sum(est for _, s, est in dp.jobs if s != "done"))
     assert [label for label, _, _ in sn.jobs] == ["synthesisnet method", "synthesisnet no_auxiliary_classifier"]
     assert sn.remaining_seconds() > 0
-    assert {label.split(" ")[1] for label, _, _ in isp.jobs} == {"attribution", "rank", "inversion"}
+    icfg = config.load("isp", "rehearsal")
+    embeds = [label for label, _, _ in isp.jobs if label.startswith("embed ")]
+    assert len(embeds) == 2 * len(icfg.encoders)  # each encoder embeds the main set and the other set (ISP-X's fit)
+    assert {label.split(" ")[1] for label, _, _ in isp.jobs} == {"attribution", "rank", "inversion", "celeba",
+                                                                  "vggface2"}
     assert all(s == "missing" and est is not None and est >= 0 for _, s, est in isp.jobs)
     assert all(est > 0 for label, _, est in isp.jobs if "rank sweep" not in label)  # a [box] sweep embeds no copies
-    assert isp.remaining_seconds() > isp.kernel_seconds > 0
+    assert isp.kernel_seconds == 0 and isp.remaining_seconds() == pytest.approx(sum(e for _, _, e in isp.jobs))
+    scfg = config.load("scoreshield", "rehearsal")
+    labels = [label for label, _, _ in ss.jobs]
+    assert labels[0] == "embed lfw with dlib-resnet-fr" and len(labels) == len(set(labels))
+    assert len(labels) == len(scfg.face_encoders) * (len(scfg.verification_sets) + (scfg.impostor_set is not None))
+    assert all(s == "missing" and est is not None and est > 0 for label, s, est in ss.jobs if "lfw" in label)
     text = plan_text(plans)
     assert "CPU-hours" in text and planned[0][1].label in text and "1 done" in text
 

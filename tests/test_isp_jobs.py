@@ -15,6 +15,7 @@ from privkit.data import load_faces
 from privkit.data.splits import identity_splits
 from privkit.encoders import load_encoder
 from privkit.jobs import LocalExecutor, ResultStore, run_job
+from privkit.studies import embedding as EJ
 from privkit.studies.isp import experiments as X
 from privkit.studies.isp import jobs as J
 from privkit.studies.isp import tables as T
@@ -156,12 +157,12 @@ def test_a_worker_reads_the_study_from_disk_and_loads_its_own_encoders(tmp_path,
     spec = J.planned_specs(cfg, encoders, scale="smoke", seed=0, data_root=None)["attribution"][0]
     run_job(store.root, spec, device="cpu", store=store)
     in_process = store.load(spec)
-    monkeypatch.setattr(J, "_ENCODERS", {})  # a fresh worker: nothing shared with it
+    monkeypatch.setattr(EJ, "_ENCODERS", {})  # a fresh worker: nothing shared with it
     worker = ResultStore(tmp_path / "worker")
     worker_study = J.study_spec(cfg, scale="smoke", seed=0, data_root=None, encoders=encoders)
     worker.save(worker_study, ResultStore(store.root).load(worker_study))
     run_job(worker.root, spec.to_dict(), device="cpu")  # the worker's own store object, spec as JSON
-    assert ("pixels", "cpu", None) in J._ENCODERS  # it loaded the encoder by name
+    assert ("pixels", "cpu", None) in EJ._ENCODERS  # it loaded the encoder by name
     got = ResultStore(worker.root).load(spec)
     assert got.data == in_process.data
     assert set(got.tensors) == set(in_process.tensors)

@@ -16,6 +16,7 @@ import torch
 
 from privkit.errors import InvalidArgumentError, ShapeError
 from privkit.studies import claims as C
+from privkit.studies.embedding import FaceSource
 from privkit.studies.scoreshield import claims as SC
 from privkit.studies.scoreshield import experiments as X
 from privkit.studies.scoreshield import faces as F
@@ -59,8 +60,8 @@ def test_training_mask_and_summaries():
 
 def test_load_verification_sets_needs_the_main_set():
     with pytest.raises(InvalidArgumentError):
-        F.load_verification_sets((None, torch.zeros(1, dtype=torch.bool)), main_name="a", names=("b",),
-                                 n_identities=2, images_per_identity=2, size=32)
+        F.load_verification_sets((None, torch.zeros(1, dtype=torch.bool)), main_name="a",
+                                 sources={"b": FaceSource("load_faces", {"name": "b"})})
 
 
 # ------------------------------------------------------------------------------------------------ tables

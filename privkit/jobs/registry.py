@@ -28,6 +28,7 @@ JOB_KINDS: dict[str, str] = {
     "dppose.train": "privkit.studies.dppose.jobs:train_job",
     "dppose.noise_control": "privkit.studies.dppose.jobs:control_job",
     "synthesisnet.train": "privkit.studies.synthesisnet.jobs:train_job",
+    "faces.embed": "privkit.studies.embedding:embed_job",
     "isp.attribution": "privkit.studies.isp.jobs:attribution_job",
     "isp.rank_sweep": "privkit.studies.isp.jobs:rank_sweep_job",
     "isp.inversion": "privkit.studies.isp.jobs:inversion_job",

@@ -114,7 +114,7 @@ def _run_catching(ex, specs, store):
 _TIMING = re.compile(r"(^|_)(cpu|wall|seconds|time)(_|$)|_s$|per_s")
 
 
-@pytest.mark.parametrize("paper", ["isp", "dppose", "synthesisnet"])
+@pytest.mark.parametrize("paper", ["isp", "dppose", "scoreshield", "synthesisnet"])
 def test_rehearsal_study_through_slurm_equals_local(paper):
     """make test ran the rehearsal notebooks twice: in process (build/rehearsal) and with --executor slurm
     (build/rehearsal-slurm); every table and figure CSV is equal, timing columns aside."""

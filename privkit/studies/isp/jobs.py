@@ -10,7 +10,8 @@ the stored results with the same functions (:mod:`privkit.studies.isp.tables`) t
 went through: at a given scale and seed the tables equal those of the former in-kernel loops.
 
 A worker loads an encoder by its name (``privkit.encoders.load_encoder``); in the notebook's own process the
-encoders it loaded are reused (:func:`share_encoders`).
+encoders it loaded are reused (:func:`share_encoders`, :mod:`privkit.studies.embedding`, whose ``faces.embed`` jobs
+make the embeddings).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from privkit.data.types import FaceSet
 from privkit.isp.projection import IdentityProjector, LeaceEraser
 from privkit.jobs import Executor, JobContext, JobResult, JobSpec, LocalExecutor, ResultStore, folder_fingerprint
 from privkit.jobs.codec import decode_dataclass, decode_frame, encode_dataclass, encode_frame, plain_json
+from privkit.studies.embedding import embed_spec, share_encoders
+from privkit.studies.embedding import shared_encoder as _encoder
 from privkit.studies.isp import experiments as X
 from privkit.studies.isp import tables as T
 from privkit.studies.isp.presets import IspConfig
@@ -37,7 +40,6 @@ __all__ = ["StudyData", "study_spec", "encode_study", "decode_study", "save_stud
 
 _ERASERS = {"IdentityProjector": IdentityProjector, "LeaceEraser": LeaceEraser}
 _SPLITS = ("train", "val", "test")
-_ENCODERS: dict[tuple[str, str, str | None], Any] = {}
 
 
 @dataclasses.dataclass(eq=False)
@@ -99,23 +101,6 @@ def save_study(spec: JobSpec, data: StudyData, store: ResultStore, executor: Exe
     run here), on disk for any other (the cluster's workers read it)."""
     if store.status(spec) != "done":
         (store.keep if isinstance(executor, LocalExecutor) else store.save)(spec, encode_study(data))
-
-
-def share_encoders(encoders: Mapping[str, Any], *, device: Any, data_root: str | None) -> None:
-    """Let jobs run in this process use these loaded encoders instead of loading their own."""
-    for name, enc in encoders.items():
-        _ENCODERS[(name, str(device), data_root)] = enc
-
-
-def _encoder(name: str, device: Any, data_root: str | None) -> Any:
-    from privkit.device import resolve_device
-    from privkit.encoders import load_encoder
-
-    dev = resolve_device(device)
-    key = (name, str(dev), data_root)
-    if key not in _ENCODERS:
-        _ENCODERS[key] = load_encoder(name, device=dev, data_root=data_root)
-    return _ENCODERS[key]
 
 
 def judge_thresholds(cfg: IspConfig, study: StudyData, judge_labs: Sequence[str]) -> dict[str, float]:
@@ -275,13 +260,16 @@ def _labels(cfg: IspConfig, encoders: Mapping[str, Any]) -> list[str]:
     return T.preset_labels(cfg.encoders, encoders)
 
 
-def planned_specs(cfg: IspConfig, encoders: Mapping[str, Any], *, scale: str, seed: int,
-                  data_root: str | None) -> dict[str, list[JobSpec]]:
+def planned_specs(cfg: IspConfig, encoders: Mapping[str, Any], *, scale: str, seed: int, data_root: str | None,
+                  paper_data: bool | None = None) -> dict[str, list[JobSpec]]:
     """The study data's spec and every job the notebook asks for, keyed as the notebook keys them (what ``python -m
-    privkit plan`` lists): ``{"study": [spec], "attribution": [...], "rank_sweep": [...], "inversion": [...]}``.
+    privkit plan`` lists): ``{"embed": [the faces.embed jobs], "study": [spec], "attribution": [...], "rank_sweep":
+    [...], "inversion": [...]}``.
 
     Args:
         encoders: the loaded encoders by name (those that are not loaded are skipped, as the notebook skips them).
+        paper_data: whether the faces come from ``data_root`` (the paper and rehearsal scales; None: when a data root
+            is given), as :func:`~privkit.studies.isp.tables.face_sources`.
     """
     study = study_spec(cfg, scale=scale, seed=seed, data_root=data_root, encoders=encoders)
     key, labels = study.key(), _labels(cfg, encoders)
@@ -290,7 +278,10 @@ def planned_specs(cfg: IspConfig, encoders: Mapping[str, Any], *, scale: str, se
     attribution = T.preset_labels(cfg.attribution_encoders, encoders)
     who, _ = T.inversion_attacks(cfg, labels, contrast)
     common = {"study_key": key, "seed": seed, "data_root": data_root}
-    return {"study": [study],
+    sources = T.face_sources(cfg, paper_data=data_root is not None if paper_data is None else paper_data,
+                             seed=seed, data_root=data_root)
+    return {"embed": [embed_spec(r) for r in T.embedding_requests(cfg, encoders, sources, seed=seed)],
+            "study": [study],
             "attribution": [attribution_spec(cfg, lab, **common) for lab in attribution],
             "rank_sweep": [rank_sweep_spec(cfg, lab, **common) for lab in labels],
             "inversion": ([inversion_spec(cfg, lab, module=name, mode=mode, judges=judge_labs, **common)

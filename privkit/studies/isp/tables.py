@@ -25,12 +25,13 @@ from privkit._validate import check_columns, check_int, check_probability
 from privkit.data.types import FaceSet
 from privkit.errors import InsufficientDataError, InvalidArgumentError, PrivkitError
 from privkit.isp.probes import MLPOptions
+from privkit.studies.embedding import EmbedRequest, FaceSource, Jobs, embed_all
 from privkit.studies.isp import experiments as X
 from privkit.studies.isp.presets import IspConfig
 
 __all__ = [
     "preset_labels", "main_projectors", "EmbeddedEncoders", "ResolvableFars", "resolvable_fars", "lowest_resolvable_far", "LeakageStudy", "RankSweep",
-    "InversionRun", "embed_encoders", "leakage_study", "leakage_wide",
+    "InversionRun", "face_sources", "embedding_requests", "embed_encoders", "leakage_study", "leakage_wide",
     "format_leakage", "paper_reference_table", "paired_leakage", "describe_paired_leakage", "raw_leakers",
     "attribution_one", "attribution_summary", "SweepInputs", "sweep_inputs", "rank_sweep_one", "rank_sweep_tables",
     "utility_summary", "baseline_table", "subspace_table", "inversion_roles", "inversion_setup", "inversion_attacked",
@@ -67,10 +68,51 @@ class EmbeddedEncoders:
     skipped: list[str] = field(default_factory=list)
 
 
+def face_sources(cfg: IspConfig, *, paper_data: bool, seed: int = 0,
+                 data_root: str | None = None) -> tuple[FaceSource, FaceSource]:
+    """What makes the main face set and the other set (ISP-X's fit): CelebA and VGGFace2 test from ``data_root`` with
+    ``paper_data`` (the paper and rehearsal scales), else the embedded sets ``cfg.face_set`` and ``cfg.transfer_set``."""
+    seed = check_int("seed", seed, minimum=0)
+    if paper_data:
+        main = FaceSource("load_celeba", {"selection": {"min_images": cfg.images_per_identity,
+                                                        "n_identities": cfg.n_identities,
+                                                        "images_per_identity": cfg.images_per_identity},
+                                          "size": cfg.face_size, "seed": seed}, data_root)
+        other = FaceSource("load_vggface2", {"split": "test", "selection": {
+            "min_images": cfg.transfer_images, "n_identities": cfg.transfer_identities,
+            "images_per_identity": cfg.transfer_images}, "size": cfg.face_size, "seed": seed}, data_root)
+        return main, other
+    main = FaceSource("load_faces", {"name": cfg.face_set, "n_identities": cfg.n_identities,
+                                     "images_per_identity": cfg.images_per_identity, "size": cfg.face_size,
+                                     "context_leakage": cfg.context_leakage, "seed": seed})
+    other = FaceSource("load_faces", {"name": cfg.transfer_set, "n_identities": cfg.transfer_identities,
+                                      "images_per_identity": cfg.transfer_images, "size": cfg.face_size,
+                                      "context_leakage": cfg.context_leakage, "seed": seed})
+    return main, other
+
+
+def embedding_requests(cfg: IspConfig, encoders: Mapping[str, Any], sources: tuple[FaceSource, FaceSource],
+                       sets: tuple[FaceSet | None, FaceSet | None] = (None, None), *,
+                       seed: int = 0) -> list[EmbedRequest]:
+    """The ``faces.embed`` requests of every preset encoder in ``encoders`` (in the preset's order): the main set, then
+    the other set, per encoder (``sets``: the loaded sets; None only to plan, as the job spec does not read them)."""
+    out = []
+    for spec in cfg.encoders:
+        name, mode = spec.split(":")
+        if name in encoders:
+            out += [EmbedRequest(src, fs, encoders[name], "isp", {"input": mode}, seed) for src, fs in zip(sources, sets)]
+    return out
+
+
 def embed_encoders(cfg: IspConfig, faces: FaceSet, other: FaceSet, *, device: Any, data_root: str | None = None,
-                   seed: int = 0, progress: bool = False) -> EmbeddedEncoders:
+                   seed: int = 0, sources: tuple[FaceSource, FaceSource] | None = None,
+                   jobs: Jobs | None = None) -> EmbeddedEncoders:
     """Embeddings of both face sets by every encoder of ``cfg.encoders`` (``"name:mode"``, mode ``image`` or
-    ``box``) that is available here, through the on-disk cache of :func:`~privkit.studies.isp.experiments.embed_faces`.
+    ``box``) that is available here, one ``faces.embed`` job per (set, encoder) of ``jobs`` (None: here, without a
+    store) through the on-disk cache of :func:`~privkit.studies.isp.experiments.embed_faces`.
+
+    Args:
+        sources: what made ``faces`` and ``other`` (:func:`face_sources`; None: the preset's, at the default scale).
 
     Raises:
         InvalidArgumentError: an encoder spec without ``":"`` or with an unknown mode, or ``seed < 0``.
@@ -78,29 +120,30 @@ def embed_encoders(cfg: IspConfig, faces: FaceSet, other: FaceSet, *, device: An
     seed = check_int("seed", seed, minimum=0)
     from privkit.encoders import list_encoders, load_encoder
 
-    with warnings.catch_warnings():  # tqdm.auto warns when ipywidgets is absent and falls back to text bars
-        warnings.simplefilter("ignore")
-        from tqdm.auto import tqdm
     for spec in cfg.encoders:
         if spec.count(":") != 1 or spec.split(":")[1] not in X.INPUT_MODES:
             raise InvalidArgumentError(f"encoder spec must be 'name:mode' with mode in {X.INPUT_MODES}, got {spec!r}")
-    available = {e.name: e.available for e in list_encoders(data_root=data_root)}
-    encoders, emb, emb_other, rows, skipped = {}, {}, {}, [], []
-    for spec in tqdm(cfg.encoders, desc="embeddings", disable=not progress):
+    src_main, src_other = sources or face_sources(cfg, paper_data=False, seed=seed, data_root=data_root)
+    listed = list_encoders(data_root=data_root)
+    available = {e.name: e.available for e in listed}
+    encoders, kept, skipped = {}, [], []
+    for spec in cfg.encoders:
         name, mode = spec.split(":")
         label = f"{name} [{mode}]"
         if not available.get(name, False):
-            why = "; ".join(e.detail for e in list_encoders(data_root=data_root) if e.name == name)
+            why = "; ".join(e.detail for e in listed if e.name == name)
             skipped.append(f"skipping {label}: not available here ({why})")
             continue
         if name not in encoders:
             encoders[name] = load_encoder(name, device=device, data_root=data_root)
-        enc = encoders[name]
-        enc.reset_failures()
-        emb[label] = X.embed_faces(enc, faces, input=mode, seed=seed)
-        emb_other[label] = X.embed_faces(enc, other, input=mode, seed=seed)
-        rows.append({"encoder": label, "kind": enc.kind, "dim": emb[label].shape[1],
-                     "failures_to_enrol (uncached images)": enc.failures_to_enrol})
+        kept.append((label, name))
+    got = embed_all(embedding_requests(cfg, encoders, (src_main, src_other), (faces, other), seed=seed), jobs)
+    emb, emb_other, rows = {}, {}, []
+    for i, (label, name) in enumerate(kept):
+        emb[label], emb_other[label] = got[2 * i].emb, got[2 * i + 1].emb
+        rows.append({"encoder": label, "kind": encoders[name].kind, "dim": emb[label].shape[1],
+                     "failures_to_enrol (uncached images)": got[2 * i].failures_to_enrol
+                     + got[2 * i + 1].failures_to_enrol})
     return EmbeddedEncoders(encoders, emb, emb_other, pd.DataFrame(rows), skipped)
 
 
