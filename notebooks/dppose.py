@@ -363,7 +363,8 @@ with timer("fig1"):
 
 # %% [markdown]
 # ### Beside the paper's numbers
-# The paper's MPII PCKh@0.5 (C = 0.01) and HumanArt AP next to ours (warm start, same seed, main C).
+# The paper's MPII PCKh@0.5 (its main table, C = 0.01, and, where it gives one, its number at our main C) and HumanArt
+# AP next to ours (warm start, same seed, main C).
 
 # %%
 with timer("table2"):
@@ -380,6 +381,10 @@ with timer("table2"):
           f"({count_parameters(pre.model):,} trainable parameters), {cfg.epochs} private fine-tuning epoch(s) and a\n"
           "public set in another style; they differ from MPII in every absolute number. What can be compared is the\n"
           "ordering of the methods and the shape of the curves in ε.")
+    same = comp[comp.method.ne("nonprivate") & comp.paper_mpii_pckh_same_clip.notna()]
+    for r in same.itertuples():  # the paper's numbers at our clipping norm, where it gives any
+        print(f"At our C = {r.clip:g}, the paper's {r.method} at ε = {r.epsilon:g}: {r.paper_mpii_pckh_same_clip:.2f} "
+              f"(ours {r.ours_pckh:.2f}; column paper_mpii_pckh_same_clip)")
 
 # %% [markdown]
 # ## Fraction of the privacy gap recovered
@@ -602,7 +607,7 @@ with timer("table5"):
     print()
     for _, r in claims.iterrows():
         print(f"- {r.claim}: {r.verdict.upper()} here ({r.ours}; difference {r.difference:+.2f}, margin "
-              f"{r.margin:.2f}; paper: {r.paper})")
+              f"{r.margin:.2f}; paper: {r.paper})" + (f"\n    cause: {r.cause}" if r.cause else ""))
 
 # %% [markdown]
 # **Reading the results.** The verdicts above are computed from this run's data. Two points help read them:

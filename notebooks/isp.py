@@ -239,7 +239,8 @@ with timer("attribution"):
     print(f"\nCPI > 0.5 (a face-blurred query is closer to a stranger in its own scene than to itself elsewhere) for "
           f"{len(ctx)} of {len(table3)} encoders: {ctx}.\nFII_n > 0 on average for "
           f"{int((table3.fii_normalised_mean > 0).sum())} of {len(table3)}: blurring the face moves the embedding more "
-          "than blurring an equal area of background, even where the background decides matching (CPI, B*).")
+          f"than blurring an equal area of background. B* < 0.5 for {int((table3.b_star_median < 0.5).sum())} of "
+          f"{len(table3)}. The measures need not agree, so Table 8 judges 'context-dominant' on each of the three.")
 
 # %% [markdown]
 # ## 3. TAR and utility against the rank r; 4. ISP vs LEACE vs INLP
@@ -418,12 +419,13 @@ with timer("inversion"):
 # %%
 general = [lab for lab in labels if lab not in biometric and encoders[lab.split(" ")[0]].kind == "general"]
 claims = IC.claims_table({"lo": lo, "comp": comp, "table6": table6, "util": util, "imnet": imnet, "inv": inv,
-                          "cpi": cpi_df}, labels, general=general, biometric=biometric, k_max=k_max, far=far_lo,
+                          "cpi": cpi_df, "fii_images": attr["fii_images"], "bstar_pairs": attr["bstar_pairs"]}, labels, general=general, biometric=biometric, k_max=k_max, far=far_lo,
                          rank=min(cfg.isp_rank, r_max_w), reference_far=cfg.reference_far, contrast=contrast_lab,
                          dataset=faces.name, other_dataset=other.name)
 save_table(claims, out_dir, "table8_claims", caption="The paper's claims, its numbers and ours (95% intervals), with verdicts")
 for r in claims.itertuples():
-    print(f"- [{r.section}] {r.claim}: {r.verdict.upper()} — {r.evidence} (paper: {r.paper})")
+    print(f"- [{r.section}] {r.claim}: {r.verdict.upper()} — {r.evidence} (paper: {r.paper})"
+          + (f"\n    cause: {r.cause}" if r.cause else ""))
 print(f"\n{len(claims)} claims: " + ", ".join(f"{(claims.verdict == v).sum()} {v}" for v in C.VERDICTS))
 
 # %% [markdown]

@@ -157,6 +157,22 @@ def test_claim_row_and_readme_row():
     bars = C.claim_row("App. G", "|ΔEER| ≤ η", paper="Pr[flip | s]", ours=0.2, low=0.2, high=0.2, threshold=1.0,
                        kind="at_most", what="ratio", interval="one draw")
     assert C.claim_readme_row(bars) == "| \\|ΔEER\\| ≤ η | Pr[flip \\| s] | ratio | 0.2 | holds |"
+
+
+def test_every_undecided_claim_names_its_cause():
+    decided = C.claim_row("s", "c", paper="—", ours=2.0, low=1.0, high=3.0, threshold=0.0, kind="above", what="w",
+                          interval="i", cause="never shown")
+    assert decided["verdict"] == "holds" and decided["cause"] == ""
+    wide = C.claim_row("s", "c", paper="—", ours=0.5, low=-1.0, high=2.0, threshold=0.0, kind="above", what="w",
+                       interval="i")
+    assert wide["cause"].startswith("interval too wide for n: [-1, 2] straddles 0")
+    assert C.claim_row("s", "c", paper="—", ours=NAN, low=NAN, high=NAN, threshold=0.0, kind="above", what="w",
+                       interval="i")["cause"] == "needs the paper scale: not measured at this scale"
+    assert C.claim_row("s", "c", paper="—", ours=1.0, low=NAN, high=NAN, threshold=0.0, kind="above", what="w",
+                       interval="i")["cause"].startswith("no interval")
+    named = C.claim_row("s", "c", paper="—", ours=0.5, low=-1.0, high=2.0, threshold=0.0, kind="above", what="w",
+                        interval="i", cause="stand-in model")
+    assert named["cause"] == "stand-in model"
     with pytest.raises(UnknownNameError):
         C.claim_row("x", "y", paper="—", ours=1.0, low=0.5, high=1.5, threshold=1.0, kind="nope", what="w",
                     interval="i")

@@ -195,6 +195,13 @@ def test_paper_comparison_lists_the_papers_numbers_beside_ours():
     assert comp.loc[("dpsgd", 0.8)].paper_humanart_ap == 39.0
     assert comp.loc[("nonprivate", math.inf)].ours_pckh == 30.0
     assert math.isnan(comp.loc[("projected", 0.8)].ours_pckh)  # not run in this table
+    # the paper's main table is at C = 0.01; at our C it prints its own number where it gives one
+    assert comp.loc[("dpsgd", 0.2)].paper_mpii_pckh_same_clip == 63.85 and comp.loc[("dpsgd", 0.2)]["clip"] == 0.01
+    t = _table().assign(clip_norm=lambda d: d.clip_norm.where(d.clip_norm != 0.01, 0.1))
+    at_01 = X.paper_comparison(t, clip=0.1, k=100, seed=0).set_index(["method", "epsilon"])
+    assert at_01.loc[("dpsgd", 0.2)].paper_mpii_pckh_same_clip == 28.46  # beside ours, at the same C
+    assert at_01.loc[("dpsgd", 0.2)].paper_mpii_pckh == 63.85 and at_01.loc[("dpsgd", 0.2)].ours_pckh == 10.0
+    assert math.isnan(at_01.loc[("feature_projective", 0.8)].paper_mpii_pckh_same_clip)  # not given at C = 0.1
 
 
 def test_verdict_uses_the_seed_spread_and_a_machine_drift_floor():
@@ -241,6 +248,16 @@ def test_claims_table_compares_like_with_like():
     assert warm.verdict == "holds" and "31.00 vs 9.00" in warm.ours
     assert c.loc["non-private on raw > non-private on blurred images"].verdict.startswith("not resolvable")
     assert all(isinstance(p, str) and p for p in c.paper)
+    assert c.loc["feature-projective DP > DP-SGD at C=1"].paper == "71.66 vs 12.53 (C=1.0, eps probably 0.8)"
+    # every undecided claim names its cause; a decided one none
+    assert (c.cause == "").eq(~c.verdict.str.startswith("not resolvable")).all()
+    assert c.loc["projected DP-SGD >= DP-SGD at eps=0.8"].cause == "needs the paper scale: not run at this scale"
+    assert c.loc["feature-projective DP > DP-SGD at C=1"].cause.startswith("difference -1.00 within the margin")
+    assert "substitution" in c.loc["feature-projective DP > DP-SGD at C=1"].cause
+    other = X.claims_table(t, epsilons=(0.2, 0.8), clip=0.1, other_clips=(0.01, 0.1, 0.5), k=100).set_index("claim")
+    assert other.loc["feature-projective DP > DP-SGD at C=0.01"].paper == "82.61 vs 78.17 (eps=0.8, C=0.01)"
+    assert "28.46" in other.loc["feature-projective DP > DP-SGD at C=0.1"].paper  # each clip its own text
+    assert other.loc["feature-projective DP > DP-SGD at C=0.5"].paper == "not given at C=0.5"
     assert set(c.verdict.str.split(":").str[0]) <= {"holds", "does not hold", "not resolvable"}
     with pytest.raises(InvalidArgumentError):
         X.claims_table(t, epsilons=(), clip=0.01, other_clips=(), k=100)

@@ -184,8 +184,10 @@ def _claim_tables() -> dict[str, pd.DataFrame]:
                           "metric": "knn:blur", "retention_pct": 99.0, "transformed": 0.5, "raw": 0.505,
                           "n_queries": 4000}])
     cpi = pd.DataFrame([{"encoder": "gen [image]", "sigma": 0.0, "cpi": 0.8, "sem": 0.05}])
+    fii = pd.DataFrame({"encoder": "gen [image]", "fii": 0.1, "fii_normalised": [0.2, 0.3, 0.25, 0.35, float("nan")]})
+    bstar = pd.DataFrame({"encoder": "gen [image]", "b_star": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, float("inf")]})
     return {"lo": lo, "comp": comp, "table6": table6, "util": util, "imnet": pd.DataFrame(), "inv": pd.DataFrame(),
-            "cpi": cpi}
+            "cpi": cpi, "fii_images": fii, "bstar_pairs": bstar}
 
 
 def test_claims_table_judges_each_claim_from_its_interval():
@@ -199,8 +201,22 @@ def test_claims_table_judges_each_claim_from_its_interval():
     assert by["ISP-W lowers the ridge TAR: fr [box]"] == "holds"
     assert by["identity subspaces fitted on different face sets align: gen [image]"] == "does not hold"
     assert by["ISP keeps utility (kNN on non-identity attributes): gen [image]"] == "holds"
-    assert by["encoders are context-dominant: gen [image]"] == "holds"
-    assert list(claims.section) == ["Table 1"] * 6 + ["§1.8", "§1.6", "§1.4"]
+    # context dominance on each measure: CPI 0.8 ± 0.1 (holds); FII_n 0.275 ± 0.06 > 0 (does not hold: the face moves
+    # the embedding more); B* median 0.4 over 7 pairs (never flipped counted as 1), interval [0.1, 1] (not resolvable)
+    assert by["encoders are context-dominant (CPI): gen [image]"] == "holds"
+    assert by["encoders are context-dominant (FII): gen [image]"] == "does not hold"
+    assert by["encoders are context-dominant (B*): gen [image]"] == "not resolvable"
+    b = claims[claims.claim == "encoders are context-dominant (B*): gen [image]"].iloc[0]
+    assert (b.ours, b.low, b.high) == (0.4, 0.1, 1.0)
+    assert list(claims.section) == ["Table 1"] * 6 + ["§1.8", "§1.6", "§1.4", "§1.4", "§1.4"]
+
+
+def test_median_interval_uses_order_statistics():
+    med, lo, hi = IC.median_interval(np.arange(1, 101, dtype=float))
+    assert med == 50.5 and (lo, hi) == (40.0, 60.0)  # ranks 50 -/+ 9.8 -> 40 and 60
+    assert IC.median_interval([3.0]) == (3.0, 3.0, 3.0)
+    with pytest.raises(InsufficientDataError):
+        IC.median_interval([])
 
 
 def test_claims_table_needs_every_table():

@@ -21,7 +21,7 @@ from privkit.errors import InvalidArgumentError
 from privkit.metrics import wilson_interval
 
 __all__ = ["VERDICTS", "CLAIM_KINDS", "judge_claim", "proportion_interval", "mean_interval", "loglog_slope",
-           "claim_row", "claim_readme_row"]
+           "not_resolvable_cause", "claim_row", "claim_readme_row"]
 
 #: The verdicts a claim can get.
 VERDICTS = ("holds", "does not hold", "not resolvable")
@@ -172,8 +172,23 @@ def _fmt(x: float) -> str:
     return "—" if not math.isfinite(x) else f"{x:.3g}"
 
 
+def not_resolvable_cause(ours: float, low: float, high: float, *, threshold: float) -> str:
+    """Why a "not resolvable" verdict could not decide, from its numbers alone (the ``cause`` column when a study
+    names no cause of its own): not measured at this scale, no interval, or an interval too wide for the data."""
+    o, lo, hi = float(ours), float(low), float(high)
+    if math.isnan(o):
+        return "needs the paper scale: not measured at this scale"
+    if math.isnan(lo) or math.isnan(hi):
+        return "no interval: a single value, no spread to judge from"
+    if lo == o == hi:
+        return "a number without sampling error that lies on the claim's boundary"
+    return (f"interval too wide for n: [{_fmt(lo)}, {_fmt(hi)}] straddles {_fmt(float(threshold))} "
+            "(more identities, pairs or seeds would narrow it)")
+
+
 def claim_row(section: str, claim: str, *, paper: str, ours: float, low: float, high: float, threshold: float,
-              kind: str, what: str, interval: str, tol: float | None = None) -> dict[str, object]:
+              kind: str, what: str, interval: str, tol: float | None = None,
+              cause: str | None = None) -> dict[str, object]:
     """One row of the claims table: the claim, the paper's number, ours with its interval, and the verdict.
 
     Args:
@@ -184,11 +199,13 @@ def claim_row(section: str, claim: str, *, paper: str, ours: float, low: float, 
         threshold, kind, tol: what ours is compared with, as in :func:`judge_claim`.
         what: what ``ours`` is, in words (used in the evidence sentence); interval: how the interval was formed
             (or, when ``low = high = ours``, why the number has none).
+        cause: why the claim may not be decidable here (a stand-in model, data not available offline, the paper
+            scale), used when the verdict is "not resolvable"; None: :func:`not_resolvable_cause`.
 
     Returns:
         ``{"section", "claim", "paper", "what", "ours", "low", "high", "interval", "kind", "threshold", "tol",
-        "difference", "verdict", "evidence"}``; ``difference`` = ours − threshold; ``evidence`` is a sentence made
-        from the numbers.
+        "difference", "verdict", "cause", "evidence"}``; ``difference`` = ours − threshold; ``cause`` is empty for a
+        decided claim; ``evidence`` is a sentence made from the numbers.
     """
     verdict = judge_claim(ours, low, high, threshold=threshold, kind=kind, tol=tol)
     o, lo, hi = float(ours), float(low), float(high)
@@ -204,7 +221,10 @@ def claim_row(section: str, claim: str, *, paper: str, ours: float, low: float, 
     return {"section": section, "claim": claim, "paper": paper, "what": what, "ours": o, "low": lo, "high": hi,
             "interval": interval, "kind": kind, "threshold": float(threshold),
             "tol": float("nan") if tol is None else float(tol), "difference": o - float(threshold),
-            "verdict": verdict, "evidence": f"{body} — {verdict}"}
+            "verdict": verdict,
+            "cause": "" if verdict != "not resolvable" else (
+                cause if cause else not_resolvable_cause(o, lo, hi, threshold=threshold)),
+            "evidence": f"{body} — {verdict}"}
 
 
 def claim_readme_row(row: dict | pd.Series) -> str:

@@ -17,19 +17,22 @@ import pandas as pd
 import torch
 
 from privkit._validate import check_probability, check_tensor
-from privkit.errors import InvalidArgumentError, ShapeError
+from privkit.errors import InsufficientDataError, InvalidArgumentError, ShapeError
 from privkit.studies import claims as C
 from privkit.studies.isp import experiments as X
 
-__all__ = ["CLAIM_COLUMNS", "CLAIM_TABLES", "claims_table", "class_mean_spread", "invariant_checks"]
+__all__ = ["CLAIM_COLUMNS", "CLAIM_TABLES", "claims_table", "median_interval", "class_mean_spread", "invariant_checks"]
 
 #: Column order of the ISP claims table (Table 8).
 CLAIM_COLUMNS = ["section", "claim", "paper", "what", "ours", "low", "high", "interval", "kind", "threshold", "tol",
-                 "difference", "verdict", "evidence"]
+                 "difference", "verdict", "cause", "evidence"]
 #: The tables :func:`claims_table` reads, by key.
-CLAIM_TABLES = ("lo", "comp", "table6", "util", "imnet", "inv", "cpi")
+CLAIM_TABLES = ("lo", "comp", "table6", "util", "imnet", "inv", "cpi", "fii_images", "bstar_pairs")
 
 _BOOT = "95% identity bootstrap"
+#: Why a general encoder's leak is hard to see here: a stand-in for the paper's encoders on a small face set.
+_STAND_IN = ("stand-in model: a small offline encoder in place of the paper's CLIP / DINOv2 / SSCD (their weights "
+             "need the paper scale)")
 
 
 def _leakage_claims(lo: pd.DataFrame, comp: pd.DataFrame, labels: Sequence[str], general: Sequence[str],
@@ -55,7 +58,9 @@ def _leakage_claims(lo: pd.DataFrame, comp: pd.DataFrame, labels: Sequence[str],
                                   low=100 * r.tar_low, high=100 * r.tar_high, threshold=100 * r.realised_far,
                                   kind="above",
                                   what=f"raw ridge TAR (%) at FAR {far:g}, k = {k_max}, against the realised FAR",
-                                  interval=_BOOT))
+                                  interval=_BOOT, cause=_STAND_IN + "; " + C.not_resolvable_cause(
+                                      100 * r.tar, 100 * r.tar_low, 100 * r.tar_high,
+                                      threshold=100 * r.realised_far)))
     leakers = [lab for lab in labels if bool(comp[(comp.encoder == lab)].leaks.iloc[0])]
     for lab in [lab for lab in labels if lab in general or lab in leakers]:
         for t, pap in (("ISP-W", "CLIP 6.8, SSCD 5.4, DINOv2 1.3 pts"), ("ISP-X", "CLIP 9.6, SSCD 5.3, DINOv2 1.5 pts")):
@@ -64,7 +69,9 @@ def _leakage_claims(lo: pd.DataFrame, comp: pd.DataFrame, labels: Sequence[str],
                                       low=100 * c.drop_low, high=100 * c.drop_high, threshold=0.0, kind="above",
                                       what=f"paired drop raw − {t} (pts" + (")" if c.leaks else "; raw does not leak "
                                                                             "above chance here)"),
-                                      interval="95% paired identity bootstrap"))
+                                      interval="95% paired identity bootstrap",
+                                      cause=None if c.leaks else "nothing to remove: the raw embedding does not leak "
+                                                                 "above chance here (" + _STAND_IN + ")"))
     return claims
 
 
@@ -148,18 +155,61 @@ def _inversion_claims(inv: pd.DataFrame, general: Sequence[str], *, contrast: st
     return claims
 
 
-def _context_claims(cpi_df: pd.DataFrame, general: Sequence[str]) -> list[dict[str, Any]]:
-    """§1.4: encoders are context-dominant (CPI without blur above 0.5)."""
+def median_interval(values: Sequence[float] | np.ndarray, *, z: float = 1.96) -> tuple[float, float, float]:
+    """The median and its distribution-free interval from order statistics (ranks n/2 ∓ z·√n/2, 1-based, clamped to
+    the sample): no resampling, so the same data give the same interval on any machine.
+
+    Raises:
+        InsufficientDataError: no values.
+    """
+    x = np.sort(np.asarray(values, dtype=float))
+    n = len(x)
+    if n == 0:
+        raise InsufficientDataError("median_interval needs at least one value")
+    j = max(int(math.floor(n / 2 - z * math.sqrt(n) / 2)), 1)
+    k = min(int(math.ceil(n / 2 + z * math.sqrt(n) / 2)), n)
+    return float(np.median(x)), float(x[j - 1]), float(x[k - 1])
+
+
+def _context_claims(cpi_df: pd.DataFrame, fii_images: pd.DataFrame, bstar_pairs: pd.DataFrame,
+                    general: Sequence[str]) -> list[dict[str, Any]]:
+    """§1.4: encoders are context-dominant, judged on each of the three attribution measures (docs/isp.md §4): CPI
+    without blur above 0.5 (a face-blurred query prefers a stranger in its own scene), the mean normalised FII below 0
+    (perturbing the context moves the embedding more than perturbing the face) and B* below 0.5 (less than half of a
+    stranger's context outweighs the face; median over pairs, a pair that never flips counted as 1, the whole
+    context)."""
     claims = []
-    for lab in (cpi_df.encoder.unique() if len(cpi_df) else []):
+    labs = list(dict.fromkeys([*cpi_df.get("encoder", []), *fii_images.get("encoder", []),
+                               *bstar_pairs.get("encoder", [])]))
+    for lab in labs:
         if lab not in general:
             continue
-        g0 = cpi_df[cpi_df.encoder == lab].sort_values("sigma").iloc[0]
-        claims.append(C.claim_row("§1.4", f"encoders are context-dominant: {lab}", paper="context-dominant (no number)",
-                                  ours=float(g0.cpi), low=float(g0.cpi - 1.96 * g0["sem"]),
-                                  high=float(g0.cpi + 1.96 * g0["sem"]), threshold=0.5, kind="above",
-                                  what="CPI without blur (share of queries closer to a stranger in their own scene)",
-                                  interval="±1.96 SEM over the queries"))
+        c = cpi_df[cpi_df.encoder == lab] if len(cpi_df) else cpi_df
+        if len(c):
+            g0 = c.sort_values("sigma").iloc[0]
+            claims.append(C.claim_row(
+                "§1.4", f"encoders are context-dominant (CPI): {lab}", paper="context-dominant (no number)",
+                ours=float(g0.cpi), low=float(g0.cpi - 1.96 * g0["sem"]), high=float(g0.cpi + 1.96 * g0["sem"]),
+                threshold=0.5, kind="above",
+                what="CPI without blur (share of queries closer to a stranger in their own scene)",
+                interval="±1.96 SEM over the queries"))
+        f = fii_images[fii_images.encoder == lab].fii_normalised if len(fii_images) else pd.Series(dtype=float)
+        f = f[np.isfinite(f)]
+        if len(f) > 1:
+            m, se = float(f.mean()), float(f.std(ddof=1) / math.sqrt(len(f)))
+            claims.append(C.claim_row(
+                "§1.4", f"encoders are context-dominant (FII): {lab}", paper="context-dominant (no number)",
+                ours=m, low=m - 1.96 * se, high=m + 1.96 * se, threshold=0.0, kind="below",
+                what="mean normalised FII (face minus context change over their sum; below 0: context matters more)",
+                interval=f"±1.96 SEM over {len(f)} images"))
+        b = bstar_pairs[bstar_pairs.encoder == lab].b_star if len(bstar_pairs) else pd.Series(dtype=float)
+        if len(b):
+            med, lo, hi = median_interval(np.minimum(b.to_numpy(dtype=float), 1.0))
+            claims.append(C.claim_row(
+                "§1.4", f"encoders are context-dominant (B*): {lab}", paper="context-dominant (no number)",
+                ours=med, low=lo, high=hi, threshold=0.5, kind="below",
+                what="B*, median over pairs of the context fraction that outweighs the face (never flipped: 1)",
+                interval=f"order-statistic 95% interval of the median, {len(b)} pairs"))
     return claims
 
 
@@ -172,7 +222,8 @@ def claims_table(tables: Mapping[str, pd.DataFrame], labels: Sequence[str], *, g
     Args:
         tables: the notebook's tables by :data:`CLAIM_TABLES` key — ``lo`` (verification rows at ``far``),
             ``comp`` (paired drops), ``table6`` (principal angles), ``util`` / ``imnet`` (utility, ImageNet
-            agreement), ``inv`` (inversion), ``cpi`` (CPI against blur).
+            agreement), ``inv`` (inversion), ``cpi`` (CPI against blur), ``fii_images`` (per-image FII) and
+            ``bstar_pairs`` (per-pair B*).
         labels: every embedded encoder; general / biometric: the general-purpose and face-recognition ones.
         k_max: the largest probe-fit shots; far: the lowest resolvable FAR; rank: ISP's main rank for utility;
         reference_far: the judges' FAR in inversion; contrast: the FR-contrast encoder (or None);
@@ -190,7 +241,7 @@ def claims_table(tables: Mapping[str, pd.DataFrame], labels: Sequence[str], *, g
     claims += _subspace_claims(tables["table6"], general, dataset=dataset, other_dataset=other_dataset)
     claims += _utility_claims(tables["util"], tables["imnet"], general, rank=rank)
     claims += _inversion_claims(tables["inv"], general, contrast=contrast, reference_far=reference_far)
-    claims += _context_claims(tables["cpi"], general)
+    claims += _context_claims(tables["cpi"], tables["fii_images"], tables["bstar_pairs"], general)
     return pd.DataFrame(claims, columns=CLAIM_COLUMNS)
 
 

@@ -387,18 +387,21 @@ def attribution_summary(results: Sequence[tuple[str, dict[str, Any] | None]]) ->
     strongest blur, median B*).
 
     Returns:
-        ({"table3", "fii", "cpi", "bstar"} DataFrames (each long one with an ``encoder`` column), notes: one line
-        per encoder skipped or without CPI).
+        ({"table3", "fii", "cpi", "bstar", "fii_images" (per-image FII), "bstar_pairs" (per-pair B*, ∞: never
+        flipped)} DataFrames (each long one with an ``encoder`` column), notes: one line per encoder skipped or
+        without CPI).
 
     Raises:
         InsufficientDataError: no encoder has a result.
     """
-    fii_rows, cpi_rows, bstar_rows, summary, notes = [], [], [], [], []
+    fii_rows, cpi_rows, bstar_rows, summary, notes, images, pairs = [], [], [], [], [], [], []
     for lab, a in results:
         if a is None:
             notes.append(f"skipping {lab}: not loaded")
             continue
         fii_rows.append(a["fii_by_fcr"].assign(encoder=lab))
+        images.append(a["fii"][["fii", "fii_normalised"]].assign(encoder=lab))
+        pairs.append(a["bstar"].per_pair[["b_star"]].assign(encoder=lab))
         if a["cpi"] is not None:
             cpi_rows.append(a["cpi"].assign(encoder=lab))
         else:
@@ -417,7 +420,8 @@ def attribution_summary(results: Sequence[tuple[str, dict[str, Any] | None]]) ->
     cpi = (pd.concat(cpi_rows, ignore_index=True) if cpi_rows
            else pd.DataFrame(columns=["sigma", "cpi", "sem", "encoder"]))
     return {"table3": pd.DataFrame(summary), "fii": pd.concat(fii_rows, ignore_index=True), "cpi": cpi,
-            "bstar": pd.concat(bstar_rows, ignore_index=True)}, notes
+            "bstar": pd.concat(bstar_rows, ignore_index=True), "fii_images": pd.concat(images, ignore_index=True),
+            "bstar_pairs": pd.concat(pairs, ignore_index=True)}, notes
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -88,7 +88,8 @@ def dprag_claims(rag: pd.DataFrame, *, settings: Sequence[tuple[float, int]], pa
         "DP-RAG", "the paper's generator accuracies (Table 2 / I.1)", paper="47 rows of LLM-judged FRAMES accuracy",
         ours=float("nan"), low=float("nan"), high=float("nan"), threshold=0.0, kind="above",
         what="generator accuracy (needs its generator and judge LLMs and FRAMES, none of which can run here)",
-        interval="not measured"))
+        interval="not measured",
+        cause="models not available offline: the paper's generator and judge LLMs and the FRAMES benchmark"))
     return pd.DataFrame(rows)
 
 
@@ -177,7 +178,9 @@ def table1_claims(table1: pd.DataFrame, table1b: pd.DataFrame, *, pair_sets: Map
             paper=f"{pb} on LFW: {lfw_acc.get(e_hi, float('nan')):.2f} → {lfw_acc.get(e_lo, float('nan')):.2f}",
             ours=m, low=lo, high=hi, threshold=0.0, kind="above",
             what=f"accuracy drop in points ({_cell(a, e_hi, 'accuracy'):.1f} → {_cell(a, e_lo, 'accuracy'):.1f} %)",
-            interval=f"normal interval of a difference of two rates over {n_acc} balanced pairs"))
+            interval=f"normal interval of a difference of two rates over {n_acc} balanced pairs",
+            cause=f"stand-in model: {bb} on rendered views for the paper's {pb}, well below its published strength; "
+                  + C.not_resolvable_cause(m, lo, hi, threshold=0.0)))
         proto = f"{fs} templates of {images_per_template}"
         t = table1b[(table1b.backbone == bb) & (table1b.protocol == proto)].set_index("epsilon")
         n_t = template_genuine.get(proto, 0)
@@ -189,7 +192,8 @@ def table1_claims(table1: pd.DataFrame, table1b: pd.DataFrame, *, pair_sets: Map
             threshold=0.0, kind="above",
             what=f"TAR drop in points ({_cell(t, '100', 'tar@0.0001 recal'):.1f} → "
                  f"{_cell(t, '70', 'tar@0.0001 recal'):.1f} %)",
-            interval=f"normal interval of a difference of two rates over {n_t} genuine template pairs"))
+            interval=f"normal interval of a difference of two rates over {n_t} genuine template pairs",
+            cause=None if n_t else "needs the paper scale: no templates at this scale (IJB-C)"))
     return rows
 
 
@@ -357,7 +361,8 @@ def claims_text(claims: pd.DataFrame) -> str:
     lines = [f"{len(claims)} claims: " + ", ".join(f"{(claims.verdict == v).sum()} {v}" for v in C.VERDICTS) + "\n"]
     for sec, cs in claims.groupby("section", sort=False):
         lines.append(f"{sec}:")
-        lines += [f"  [{c.verdict}] {c.claim} (paper: {c.paper}). Ours: {c.evidence}." for _, c in cs.iterrows()]
+        lines += [f"  [{c.verdict}] {c.claim} (paper: {c.paper}). Ours: {c.evidence}."
+                  + (f" Cause: {c.cause}." if c.get("cause") else "") for _, c in cs.iterrows()]
     return "\n".join(lines)
 
 
