@@ -43,16 +43,23 @@ def file_digest(path: Path, algorithm: str = "sha256") -> "hashlib._Hash":
     return digest
 
 
-def git_commit() -> str | None:
-    """The git commit of the checkout privkit runs from, ``-dirty`` appended when tracked files differ from it; None
-    outside a git checkout."""
+#: Folders of the checkout that hold outputs, not inputs: a regenerated figure does not make the tree dirty.
+OUTPUT_FOLDERS = ("figures", "benchmarks/results")
+
+
+def git_commit(root: str | os.PathLike | None = None) -> str | None:
+    """The git commit of the checkout privkit runs from (or of ``root``), ``-dirty`` appended when tracked files other
+    than outputs (:data:`OUTPUT_FOLDERS`) differ from it; None outside a git checkout.
+
+    Outputs are left out so that a batch run stays clean after its first paper has rewritten ``figures/<paper>``."""
     try:
-        root = Path(__file__).resolve().parent
+        root = Path(__file__).resolve().parent if root is None else Path(root)
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
         if out.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        excludes = [f":(top,exclude){d}" for d in OUTPUT_FOLDERS]
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ":/", *excludes],
+                               cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
         return out.stdout.strip() + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return None

@@ -276,6 +276,32 @@ def test_run_manifest_from_a_dirty_tree_warns_loudly(tmp_path, monkeypatch, caps
     assert capsys.readouterr().err == ""
 
 
+def test_a_regenerated_figure_does_not_make_the_tree_dirty(tmp_path):
+    """Only inputs make a run's commit dirty: a batch run rewrites figures/<paper> (tracked) paper after paper, and
+    the later papers' manifests must still name a clean commit; an edited source file does make it dirty."""
+    import subprocess
+
+    from privkit._files import git_commit
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "figures" / "isp").mkdir(parents=True)
+    (tmp_path / "figures" / "isp" / "t.csv").write_text("a\n1\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    head = git_commit(tmp_path)
+    assert head is not None and len(head) == 40
+    (tmp_path / "figures" / "isp" / "t.csv").write_text("a\n2\n")  # an output rewritten
+    assert git_commit(tmp_path) == head
+    (tmp_path / "code.py").write_text("x = 2\n")  # an input edited
+    assert git_commit(tmp_path) == head + "-dirty"
+    assert git_commit(tmp_path / "figures") == head + "-dirty"  # from a subfolder, the whole checkout counts
+    assert git_commit(tmp_path.parent / "no-such-checkout-here") is None
+
+
 def test_all_finite_is_exact_on_its_fast_and_slow_paths():
     from privkit._validate import all_finite
 
