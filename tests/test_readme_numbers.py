@@ -787,3 +787,29 @@ def test_cluster_docs_fanout_numbers_match_the_csv():
     text = (ROOT / "docs" / "paper-scale-cluster.md").read_text()
     assert sent in text and packed in text
     assert r.in_process_per_job_s >= 30  # the issue's condition on the jobs measured
+
+
+def test_readme_claims_tables_are_the_generated_ones():
+    """The README's ISP and ScoreShield claims tables and verdict counts are what tools/readme_claims.py builds from the
+    committed CSVs (run it after regenerating the figures)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("readme_claims", ROOT / "tools" / "readme_claims.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.render(README, FIGURES) == README, "README claims tables are stale: python tools/readme_claims.py"
+
+
+def test_isp_context_dominance_sentence():
+    c = csv("isp/table8_claims")
+    v = {m: c[c.claim.str.startswith(f"encoders are context-dominant ({m})")].verdict for m in ("CPI", "FII", "B*")}
+    n = len(v["CPI"])
+    assert n == len(v["FII"]) == len(v["B*"]) == 3
+    in_readme(f"CPI says the context wins\nfor {(v['CPI'] == 'holds').sum()} of the {n} general encoders, FII says the "
+              f"face moves the embedding more for all {(v['FII'] == 'does not hold').sum()}")
+    assert (v["FII"] == "does not hold").all() and (v["B*"] == "holds").sum() == 0  # "decides for none of them"
+    for name in [n for n in ("isp/table8_claims", "scoreshield/tableV1_claims", "dppose/table5_claims")
+                 if "cause" in pd.read_csv(FIGURES / f"{n}.csv", nrows=0).columns or not n.startswith("dppose")]:
+        t = pd.read_csv(FIGURES / f"{name}.csv", keep_default_na=False)
+        undecided = t.verdict.str.startswith("not resolvable")
+        assert (t.cause[undecided] != "").all() and (t.cause[~undecided] == "").all(), name
