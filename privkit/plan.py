@@ -140,7 +140,7 @@ def _embed_rows(specs: Sequence[tuple[Any, int | None]], probe: dict[str, float]
     return rows
 
 
-def _scoreshield(cfg: Any, plan: Any, *, scale: str, seed: int, data_root: str | None, device: str,
+def _scoreshield(cfg: Any, plan: Any, *, scale: str, seed: int, data_root: str | None,
                  store: ResultStore) -> list[tuple[str, str, float | None]]:
     from .encoders import load_encoder
     from .studies.scoreshield.faces import planned_embeddings
@@ -221,7 +221,7 @@ def plan_papers(papers: Sequence[str], *, scale: str, seed: int = 0, data_root: 
                              "per image); the leakage study runs in the notebook's kernel (its probes' fits are not "
                              "estimated); each other job's estimate counts its encoder forward passes")
         else:
-            out.jobs = _scoreshield(cfg, rp, scale=scale, seed=seed, data_root=data_root, device=dev, store=store)
+            out.jobs = _scoreshield(cfg, rp, scale=scale, seed=seed, data_root=data_root, store=store)
             out.kernel_seconds = 0.0
             out.notes.append("each (face set, backbone) embedding is a job (its estimate: the set's images times the "
                              "probed seconds per image; a set whose size is known only once loaded is not estimated); "
