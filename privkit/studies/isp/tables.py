@@ -12,7 +12,6 @@ The notebook calls these in order — :func:`embed_encoders` → :func:`resolvab
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
